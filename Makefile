@@ -3,9 +3,9 @@ SHELL := bash
 .SHELLFLAGS := -eu -o pipefail -c
 GO ?= go
 
-CONTROLLER_GEN_VERSION := v0.23.0
-BIN := $(CURDIR)/bin
-CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
+# controller-gen runs through `go run` of a pinned version: nothing to install.
+CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
+GENERATED := internal/testapi examples/at/api examples/at/config/crd
 
 # ENVTEST_ASSETS prints the directory holding kube-apiserver and etcd,
 # building them from the Go module proxy into the user cache the first time
@@ -14,7 +14,7 @@ CONTROLLER_GEN := $(BIN)/controller-gen-$(CONTROLLER_GEN_VERSION)
 ENVTEST_ASSETS = $(GO) run ./internal/cmd/envtest-assets
 
 .PHONY: test
-test: ## Obtain envtest assets, vet, check formatting, run every test with -race.
+test: verify-generate ## Obtain envtest assets, vet, check formatting, run every test with -race.
 	@assets="$$($(ENVTEST_ASSETS))"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
@@ -36,18 +36,17 @@ assets: ## Build (or find) the envtest binaries and print their directory.
 	@$(ENVTEST_ASSETS)
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code and CRD manifests.
-	$(CONTROLLER_GEN) object paths=./internal/testapi/...
+generate: ## Regenerate deepcopy code and CRD manifests from the Go types.
+	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/...
 	$(CONTROLLER_GEN) crd paths=./internal/testapi/... output:crd:artifacts:config=internal/testapi/crd
-	@if [ -d examples/at/api ]; then \
-		$(CONTROLLER_GEN) object paths=./examples/at/api/...; \
-		$(CONTROLLER_GEN) crd paths=./examples/at/api/... output:crd:artifacts:config=examples/at/config/crd; \
-	fi
+	$(CONTROLLER_GEN) crd paths=./examples/at/api/... output:crd:artifacts:config=examples/at/config/crd
 
-$(CONTROLLER_GEN):
-	@mkdir -p $(BIN)
-	GOBIN=$(BIN) $(GO) install sigs.k8s.io/controller-tools/cmd/controller-gen@$(CONTROLLER_GEN_VERSION)
-	mv $(BIN)/controller-gen $@
+.PHONY: verify-generate
+verify-generate: generate ## Fail when committed generated files are out of date.
+	@if [ -n "$$(git status --porcelain -- $(GENERATED) 2>/dev/null)" ]; then \
+		echo "generated files are out of date; run 'make generate' and commit:"; \
+		git status --porcelain -- $(GENERATED); exit 1; \
+	fi
 
 .PHONY: help
 help:

@@ -57,6 +57,7 @@ func main() {
 	etcd := flag.String("etcd", defEtcd, "go.etcd.io/etcd/server/v3 version to build etcd from (env RECONCILEKIT_ETCD_VERSION)")
 	dir := flag.String("dir", "", "asset directory (default: RECONCILEKIT_ENVTEST_DIR, else a per-version directory in the user cache)")
 	kcm := flag.Bool("controller-manager", false, "also build kube-controller-manager (real garbage collection in tests)")
+	kwok := flag.String("kwok", "", "also build kwok at this version (e.g. v0.8.0), the Pod lifecycle simulator the At demo uses")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -71,7 +72,7 @@ func main() {
 		log("KUBEBUILDER_ASSETS=%s lacks kube-apiserver or etcd; building our own", existing)
 	}
 
-	out, err := run(ctx, *kube, *etcd, *dir, *kcm, log)
+	out, err := run(ctx, *kube, *etcd, *dir, *kcm, *kwok, log)
 	if err != nil {
 		log("error: %v", err)
 		os.Exit(1)
@@ -82,15 +83,19 @@ func main() {
 var (
 	kubeVersionRE = regexp.MustCompile(`^v1\.(\d+)\.(\d+)$`)
 	etcdVersionRE = regexp.MustCompile(`^v3\.\d+\.\d+$`)
+	semverRE      = regexp.MustCompile(`^v\d+\.\d+\.\d+$`)
 )
 
-func run(ctx context.Context, kube, etcd, dir string, kcm bool, log func(string, ...any)) (string, error) {
+func run(ctx context.Context, kube, etcd, dir string, kcm bool, kwok string, log func(string, ...any)) (string, error) {
 	m := kubeVersionRE.FindStringSubmatch(kube)
 	if m == nil {
 		return "", fmt.Errorf("kube version %q is not of the form v1.MINOR.PATCH", kube)
 	}
 	if !etcdVersionRE.MatchString(etcd) {
 		return "", fmt.Errorf("etcd version %q is not of the form v3.MINOR.PATCH", etcd)
+	}
+	if kwok != "" && !semverRE.MatchString(kwok) {
+		return "", fmt.Errorf("kwok version %q is not of the form vMAJOR.MINOR.PATCH", kwok)
 	}
 	stagingVersion := "v0." + m[1] + "." + m[2]
 
@@ -117,6 +122,11 @@ func run(ctx context.Context, kube, etcd, dir string, kcm bool, log func(string,
 	if kcm {
 		targets = append(targets, target{name: "kube-controller-manager", mod: kubeMod,
 			pkg: "k8s.io/kubernetes/cmd/kube-controller-manager", ldflags: ldflags})
+	}
+	if kwok != "" {
+		targets = append(targets, target{name: "kwok", mod: module{path: "sigs.k8s.io/kwok", version: kwok},
+			pkg: "sigs.k8s.io/kwok/cmd/kwok", ldflags: "-s -w",
+			hint: "about 2 minutes on 2 cores"})
 	}
 	for _, t := range targets {
 		bin := filepath.Join(cache, t.name)

@@ -99,13 +99,14 @@ replace go.etcd.io/etcd => ./FORBIDDEN_DEPENDENCY
 }
 
 func TestRunRejectsMalformedVersionsBeforeBuilding(t *testing.T) {
-	for _, tc := range []struct{ kube, etcd, want string }{
-		{"1.37.1", "v3.6.16", `kube version "1.37.1"`},
-		{"v1.37", "v3.6.16", `kube version "v1.37"`},
-		{"v1.37.1", "latest", `etcd version "latest"`},
+	for _, tc := range []struct{ kube, etcd, kwok, want string }{
+		{"1.37.1", "v3.6.16", "", `kube version "1.37.1"`},
+		{"v1.37", "v3.6.16", "", `kube version "v1.37"`},
+		{"v1.37.1", "latest", "", `etcd version "latest"`},
+		{"v1.37.1", "v3.6.16", "main", `kwok version "main"`},
 	} {
 		dir := t.TempDir()
-		_, err := run(t.Context(), tc.kube, tc.etcd, dir, false, t.Logf)
+		_, err := run(t.Context(), tc.kube, tc.etcd, dir, false, tc.kwok, t.Logf)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("run(%q, %q) error = %v, want it to name %s", tc.kube, tc.etcd, err, tc.want)
 		}
