@@ -5,6 +5,7 @@
 //
 // +kubebuilder:object:generate=true
 // +groupName=testing.reconcilekit.io
+// +versionName=v1
 package testapi
 
 import (
