@@ -20,6 +20,9 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, run every
 	unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi; \
 	$(GO) vet ./...; \
+	if $(GO) list -m all | grep -q '^k8s.io/kubernetes '; then echo "k8s.io/kubernetes leaked into go.mod"; exit 1; fi; \
+	if $(GO) list -deps -test ./... | grep -qE '^(k8s.io/kubernetes|go.etcd.io/etcd/server)/'; then \
+		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTFLAGS) ./...
 
 .PHONY: demo

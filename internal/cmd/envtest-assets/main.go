@@ -128,12 +128,22 @@ func run(ctx context.Context, kube, etcd, dir string, kcm bool, kwok string, log
 			pkg: "sigs.k8s.io/kwok/cmd/kwok", ldflags: "-s -w",
 			hint: "about 2 minutes on 2 cores"})
 	}
+	var missing []target
 	for _, t := range targets {
-		bin := filepath.Join(cache, t.name)
 		if envtestassets.Complete(cache, t.name) {
-			log("%s: cached at %s", t.name, bin)
+			log("%s: cached at %s", t.name, filepath.Join(cache, t.name))
 			continue
 		}
+		missing = append(missing, t)
+	}
+	// Resolve every module first, so a bad version or an unreachable proxy
+	// fails in seconds, before minutes of building something else.
+	for _, t := range missing {
+		if _, err := downloadGoMod(ctx, t.mod); err != nil {
+			return "", err
+		}
+	}
+	for _, t := range missing {
 		if err := build(ctx, cache, t, log); err != nil {
 			return "", err
 		}
@@ -259,7 +269,7 @@ func downloadGoMod(ctx context.Context, m module) (string, error) {
 			}
 		}
 		return "", fmt.Errorf("cannot download %s@%s (unknown version, or the module proxy %s is unreachable): %s",
-			m.path, m.version, goProxy(), reason)
+			m.path, m.version, goProxy(), strings.Join(strings.Fields(reason), " "))
 	}
 	return info.GoMod, nil
 }
