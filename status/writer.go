@@ -1,0 +1,279 @@
+package status
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+
+	"k8s.io/apimachinery/pkg/api/equality"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// DefaultMaxAttempts is how many times a [Writer] sends a status patch
+// before it gives up on conflicts, when Writer.MaxAttempts is not set.
+const DefaultMaxAttempts = 5
+
+// ErrNoClient is returned by a [Writer] without a Client.
+var ErrNoClient = errors.New("status: writer has no client")
+
+// ErrNoResourceVersion is returned when the object to write has no
+// resourceVersion: the writer needs the version it read to detect
+// concurrent writers, so the object must come from the API server.
+var ErrNoResourceVersion = errors.New("status: object has no resourceVersion")
+
+// Writer writes an object's status subresource only when the status
+// changed, without losing what other writers put there.
+//
+// Take a [Snapshot] before changing the status, change it, then call
+// [Snapshot.Write]; or let [Writer.Patch] do the three steps. A write is a
+// JSON merge patch of the status subresource that carries the
+// resourceVersion of the object, so the API server refuses it (409 Conflict)
+// if anyone wrote the object since it was read: a condition set by another
+// writer is never overwritten by a stale copy. On a conflict the writer reads
+// the object again through APIReader and re-applies only its own changes:
+// the conditions it set or removed (matched by type in status.conditions)
+// and the other status fields it changed. Conditions of other types, and
+// fields it did not touch, keep the server's values.
+//
+// When nothing in the status changed, a write sends no request at all.
+//
+// The zero Writer has no client; set at least Client.
+type Writer struct {
+	// Client writes the status subresource. Required.
+	Client client.Client
+	// APIReader re-reads the object after a conflict. Use a reader that asks
+	// the API server, such as the manager's GetAPIReader(): a cached client
+	// may return the same stale object again. Defaults to Client.
+	APIReader client.Reader
+	// FieldOwner is the field manager recorded for the writes. Empty means
+	// the client's default.
+	FieldOwner string
+	// MaxAttempts is how many patches are sent before conflicts are
+	// returned as an error. Zero or less means [DefaultMaxAttempts].
+	MaxAttempts int
+}
+
+// Snapshot is an object's status as it was before a change, taken with
+// [Writer.Snapshot]. Its zero value is not usable.
+type Snapshot struct {
+	w      Writer
+	obj    client.Object
+	before client.Object
+}
+
+// Snapshot records a deep copy of obj so that a later [Snapshot.Write] can
+// tell what changed in obj's status. obj must not be nil.
+func (w *Writer) Snapshot(obj client.Object) *Snapshot {
+	s := &Snapshot{obj: obj}
+	if w != nil {
+		s.w = *w
+	}
+	s.reset()
+	return s
+}
+
+// reset makes the object's current state the snapshot.
+func (s *Snapshot) reset() {
+	if s.obj == nil {
+		return
+	}
+	if c, ok := s.obj.DeepCopyObject().(client.Object); ok {
+		s.before = c
+	}
+}
+
+// Patch snapshots obj, calls mutate to change its status, and writes the
+// status if it changed, as [Snapshot.Write] does. When mutate returns an
+// error nothing is written and the error is returned.
+func (w *Writer) Patch(ctx context.Context, obj client.Object, mutate func() error) (changed bool, err error) {
+	s := w.Snapshot(obj)
+	if err := mutate(); err != nil {
+		return false, err
+	}
+	return s.Write(ctx)
+}
+
+// Changed reports whether the status of the object differs from the
+// snapshot, that is whether [Snapshot.Write] would send a request. It sends
+// none itself.
+func (s *Snapshot) Changed() (bool, error) {
+	if err := s.valid(); err != nil {
+		return false, err
+	}
+	if equality.Semantic.DeepEqual(s.before, s.obj) {
+		return false, nil
+	}
+	e, _, _, err := s.edits()
+	if err != nil {
+		return false, err
+	}
+	return !e.empty(), nil
+}
+
+func (s *Snapshot) valid() error {
+	if s == nil || s.obj == nil || s.before == nil {
+		return errors.New("status: snapshot not taken with Writer.Snapshot")
+	}
+	if s.w.Client == nil {
+		return ErrNoClient
+	}
+	return nil
+}
+
+func (e edits) empty() bool {
+	return len(e.rest) == 0 && len(e.conditions.set) == 0 && len(e.conditions.remove) == 0
+}
+
+// edits returns this writer's changes and the JSON status of the snapshot
+// and of the object.
+func (s *Snapshot) edits() (e edits, before, after map[string]any, err error) {
+	if before, err = statusOf(s.before); err != nil {
+		return edits{}, nil, nil, err
+	}
+	if after, err = statusOf(s.obj); err != nil {
+		return edits{}, nil, nil, err
+	}
+	return diffEdits(before, after), before, after, nil
+}
+
+func statusOf(obj client.Object) (map[string]any, error) {
+	m, err := toJSONMap(obj)
+	if err != nil {
+		return nil, fmt.Errorf("status: encoding %s: %w", client.ObjectKeyFromObject(obj), err)
+	}
+	st, _ := m["status"].(map[string]any)
+	return st, nil
+}
+
+// Write sends the status changes made to the object since the snapshot to
+// its status subresource and reports whether it sent one that the server
+// accepted. With no change it sends nothing and returns false. On success the
+// object is replaced by the server's answer, so its resourceVersion is
+// current; after conflicts it also holds the other writers' changes.
+//
+// Errors from the API server are wrapped: apierrors.IsConflict is true for
+// the error returned after MaxAttempts conflicts, and apierrors.IsNotFound
+// when the object is gone.
+func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
+	if err := s.valid(); err != nil {
+		return false, err
+	}
+	if equality.Semantic.DeepEqual(s.before, s.obj) {
+		return false, nil
+	}
+	// The first patch turns the snapshot into the object as the caller
+	// left it; after a conflict, the same edits are re-applied on a fresh
+	// copy.
+	e, before, after, err := s.edits()
+	if err != nil {
+		return false, err
+	}
+	if e.empty() {
+		return false, nil
+	}
+	rv := s.obj.GetResourceVersion()
+	if rv == "" {
+		return false, s.wrap(ErrNoResourceVersion)
+	}
+	maxAttempts := s.w.MaxAttempts
+	if maxAttempts <= 0 {
+		maxAttempts = DefaultMaxAttempts
+	}
+	reader := s.w.APIReader
+	if reader == nil {
+		reader = s.w.Client
+	}
+	for attempt := 1; ; attempt++ {
+		patch := mergeDiff(before, after)
+		err := s.send(ctx, rv, patch)
+		if err == nil {
+			s.reset()
+			return true, nil
+		}
+		if !apierrors.IsConflict(err) {
+			return false, s.wrap(err)
+		}
+		if attempt >= maxAttempts {
+			return false, s.wrap(fmt.Errorf("gave up after %d conflicting attempts: %w", attempt, err))
+		}
+		fresh, err := newEmpty(s.obj)
+		if err != nil {
+			return false, s.wrap(err)
+		}
+		if err := reader.Get(ctx, client.ObjectKeyFromObject(s.obj), fresh); err != nil {
+			return false, s.wrap(fmt.Errorf("re-reading after a conflict: %w", err))
+		}
+		if before, err = statusOf(fresh); err != nil {
+			return false, s.wrap(err)
+		}
+		if after, err = e.apply(before); err != nil {
+			return false, s.wrap(err)
+		}
+		rv = fresh.GetResourceVersion()
+		if len(mergeDiff(before, after)) == 0 {
+			copyInto(s.obj, fresh)
+			s.reset()
+			return false, nil
+		}
+	}
+}
+
+// send patches the status subresource with the merge patch and, on success,
+// replaces the caller's object with the server's answer.
+func (s *Snapshot) send(ctx context.Context, rv string, statusPatch map[string]any) error {
+	body, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{"resourceVersion": rv},
+		"status":   statusPatch,
+	})
+	if err != nil {
+		return err
+	}
+	out, err := newEmpty(s.obj)
+	if err != nil {
+		return err
+	}
+	out.SetNamespace(s.obj.GetNamespace())
+	out.SetName(s.obj.GetName())
+	var opts []client.SubResourcePatchOption
+	if s.w.FieldOwner != "" {
+		opts = append(opts, client.FieldOwner(s.w.FieldOwner))
+	}
+	if err := s.w.Client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, body), opts...); err != nil {
+		return err
+	}
+	copyInto(s.obj, out)
+	return nil
+}
+
+func (s *Snapshot) wrap(err error) error {
+	return fmt.Errorf("status: write %s: %w", client.ObjectKeyFromObject(s.obj), err)
+}
+
+// newEmpty returns a new, empty object of obj's type, so that decoding a
+// server answer into it leaves no stale fields behind.
+func newEmpty(obj client.Object) (client.Object, error) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		n := &unstructured.Unstructured{}
+		n.SetGroupVersionKind(u.GroupVersionKind())
+		return n, nil
+	}
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("status: %T is not a pointer to a struct", obj)
+	}
+	n, ok := reflect.New(t.Elem()).Interface().(client.Object)
+	if !ok {
+		return nil, fmt.Errorf("status: new %T is not a client.Object", obj)
+	}
+	return n, nil
+}
+
+// copyInto makes dst a copy of src, two objects of the same type.
+func copyInto(dst, src client.Object) {
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+}
