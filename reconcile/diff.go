@@ -1,0 +1,213 @@
+package reconcile
+
+import (
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+)
+
+// ErrNotComparable is returned (wrapped) by [Diff] when desired and actual
+// cannot be compared: nil, or of different types that are not an object and
+// its [unstructured.Unstructured] form.
+//
+// [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
+var ErrNotComparable = errors.New("reconcile: values are not comparable")
+
+// ErrInvalidPath is returned (wrapped) by [Diff] and [Ensure] when a path
+// given to an option such as [IgnorePaths] cannot be parsed.
+var ErrInvalidPath = errors.New("reconcile: invalid path")
+
+// Comparison is the outcome of [Diff]: whether actual already has everything
+// desired sets and, when not, where and how it differs.
+type Comparison struct {
+	// Equal is true when actual has every field desired sets.
+	Equal bool
+	// Paths lists the drifted fields, sorted, in the form
+	// "spec.template.spec.containers[name=web].image": fields joined by dots,
+	// keyed list elements as [key=value], other list elements as [index],
+	// map entries as [key]. Empty when Equal.
+	Paths []string
+	// Report is a readable diff, one block per path, "-" lines showing
+	// actual and "+" lines showing desired. Empty when Equal.
+	Report string
+
+	drifts []drift
+}
+
+// String returns the Report, or "no drift" when Equal.
+func (c Comparison) String() string {
+	if c.Equal {
+		return "no drift"
+	}
+	return c.Report
+}
+
+// Diff compares desired against actual and reports drift: the fields desired
+// sets that actual lacks or holds with another value.
+//
+// desired and actual are API objects of the same Go type (usually pointers
+// to typed objects), or [unstructured.Unstructured] (either side may be
+// unstructured while the other is typed). The rules:
+//
+//   - A field desired leaves at its zero value ("", 0, false, nil, an empty
+//     list or map, a zero Quantity or time) is not set, so it is never drift:
+//     the server may default it and other writers may own it. To demand a
+//     zero value, use a pointer field (a non-nil pointer is always compared,
+//     even to 0 or false) or, for maps and lists, [OwnMap] and [OwnList].
+//     Map values and list elements are always compared, zero or not.
+//   - apiVersion, kind, status and metadata other than labels and
+//     annotations are ignored ([CompareStatus], [CompareOwnerReferences]).
+//   - resource.Quantity compares by value ("1Gi" equals "1024Mi");
+//     metav1.Time to the second and metav1.MicroTime to the microsecond,
+//     as they travel on the wire.
+//   - Lists whose Go field declares a patchMergeKey (containers and env by
+//     name, container ports by containerPort, service ports by port, ...)
+//     are matched by that key: order and extra elements in actual are not
+//     drift, a desired element missing from actual is. Other lists are one
+//     value: same length, elements compared in order by these rules.
+//   - Maps: desired's keys must be present with equal values; extra keys in
+//     actual are not drift unless [OwnMap] says so.
+//
+// For [unstructured.Unstructured] there are no Go types, so: a key present in
+// desired is set, even with a zero value ("", 0, false), and null means not
+// set; a list is matched by "name" when every desired element is an object
+// with a "name" (or by the key given with [ListKey]) and is one value
+// otherwise; values of maps named limits, requests, hard, capacity,
+// allocatable or overhead, and fields named sizeLimit, compare as quantities.
+//
+// Deciding allocates little and does not use go-cmp; only when there is drift
+// does Diff walk again to collect paths and explain them with go-cmp.
+func Diff(desired, actual any, opts ...DiffOption) (Comparison, error) {
+	var cfg diffConfig
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if cfg.err != nil {
+		return Comparison{}, cfg.err
+	}
+	return diff(&cfg, desired, actual)
+}
+
+func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
+	d, a, unstr, err := operands(desired, actual)
+	if err != nil {
+		return Comparison{}, err
+	}
+	var buf [128]byte
+	w := walker{cfg: cfg, track: cfg.hasRules(), path: buf[:0]}
+	if w.root(d, a, unstr) {
+		return Comparison{Equal: true}, nil
+	}
+	w = walker{cfg: cfg, track: true, explain: true, path: buf[:0]}
+	if w.root(d, a, unstr) || len(w.drifts) == 0 {
+		// Deciding and explaining follow the same rules; reaching this
+		// means they disagree, which the fuzz tests guard against.
+		return Comparison{Equal: true}, nil
+	}
+	return explain(cfg, w.drifts), nil
+}
+
+// operands normalizes the inputs: both reflect values of one type, or both
+// unstructured content.
+func operands(desired, actual any) (d, a any, unstr bool, err error) {
+	if desired == nil || actual == nil {
+		return nil, nil, false, fmt.Errorf("%w: desired and actual must not be nil", ErrNotComparable)
+	}
+	du, dIsU := desired.(*unstructured.Unstructured)
+	au, aIsU := actual.(*unstructured.Unstructured)
+	if dIsU || aIsU {
+		dm, err := unstructuredContent(desired, du, dIsU)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		am, err := unstructuredContent(actual, au, aIsU)
+		if err != nil {
+			return nil, nil, false, err
+		}
+		return dm, am, true, nil
+	}
+	dv, av := reflect.ValueOf(desired), reflect.ValueOf(actual)
+	if dv.Type() != av.Type() {
+		return nil, nil, false, fmt.Errorf("%w: desired is %s, actual is %s", ErrNotComparable, dv.Type(), av.Type())
+	}
+	for dv.Kind() == reflect.Pointer {
+		if dv.IsNil() || av.IsNil() {
+			return nil, nil, false, fmt.Errorf("%w: nil %s", ErrNotComparable, dv.Type())
+		}
+		dv, av = dv.Elem(), av.Elem()
+	}
+	return dv, av, false, nil
+}
+
+func unstructuredContent(obj any, u *unstructured.Unstructured, isU bool) (map[string]any, error) {
+	if isU {
+		if u == nil {
+			return nil, fmt.Errorf("%w: nil *unstructured.Unstructured", ErrNotComparable)
+		}
+		if u.Object == nil {
+			return map[string]any{}, nil
+		}
+		return u.Object, nil
+	}
+	if v := reflect.ValueOf(obj); v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("%w: %T is neither unstructured nor a pointer to a struct", ErrNotComparable, obj)
+	}
+	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
+	if err != nil {
+		return nil, fmt.Errorf("%w: converting %T to unstructured: %w", ErrNotComparable, obj, err)
+	}
+	return m, nil
+}
+
+// root walks the top of the object.
+func (w *walker) root(d, a any, unstr bool) bool {
+	if unstr {
+		return w.uobject(d.(map[string]any), a.(map[string]any))
+	}
+	dv, av := d.(reflect.Value), a.(reflect.Value)
+	if dv.Kind() == reflect.Struct {
+		if _, isObject := infoFor(dv.Type()).byName["metadata"]; isObject {
+			return w.structValue(dv, av, modeRoot, false)
+		}
+	}
+	return w.value(dv, av, false)
+}
+
+func explain(cfg *diffConfig, drifts []drift) Comparison {
+	slices.SortStableFunc(drifts, func(x, y drift) int { return strings.Compare(x.path, y.path) })
+	c := Comparison{drifts: drifts}
+	var b strings.Builder
+	for _, dr := range drifts {
+		if len(c.Paths) == 0 || c.Paths[len(c.Paths)-1] != dr.path {
+			c.Paths = append(c.Paths, dr.path)
+		}
+		p := dr.path
+		if p == "" {
+			p = "<root>"
+		}
+		b.WriteString(p)
+		b.WriteString(":\n")
+		b.WriteString(explainOne(cfg, dr))
+	}
+	c.Report = b.String()
+	return c
+}
+
+// explainOne renders one drift with go-cmp, -actual +desired.
+func explainOne(cfg *diffConfig, dr drift) (s string) {
+	defer func() {
+		if recover() != nil || s == "" {
+			s = fmt.Sprintf("- %#v\n+ %#v\n", dr.actual, dr.desired)
+		}
+	}()
+	s = cmp.Diff(dr.actual, dr.desired, cfg.cmpOpts...)
+	// go-cmp randomly indents with non-breaking spaces to discourage
+	// depending on its output; logs and events want plain, stable text.
+	return strings.ReplaceAll(s, "\u00a0", " ")
+}

@@ -1,0 +1,188 @@
+package reconcile
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// DiffOption configures [Diff]. Every DiffOption is also an [EnsureOption],
+// so the same values can be passed to [Ensure] and its variants.
+// Options are plain values: build them once and reuse them.
+type DiffOption func(*diffConfig)
+
+// diffConfig is the resolved set of DiffOptions.
+type diffConfig struct {
+	compareStatus    bool
+	compareOwnerRefs bool
+	ignore           []pathPattern
+	ownMap           []pathPattern
+	ownList          []pathPattern
+	listKeys         []listKeyRule
+	cmpOpts          []cmp.Option
+	err              error // first invalid option, reported by Diff
+}
+
+type listKeyRule struct {
+	at  pathPattern
+	key string
+}
+
+// hasRules reports whether the walk must track the current path even when it
+// is only deciding equality.
+func (c *diffConfig) hasRules() bool {
+	return len(c.ignore) > 0 || len(c.ownMap) > 0 || len(c.ownList) > 0 || len(c.listKeys) > 0
+}
+
+func (c *diffConfig) addPatterns(dst *[]pathPattern, paths []string) {
+	for _, p := range paths {
+		pp, err := parsePathPattern(p)
+		if err != nil {
+			if c.err == nil {
+				c.err = err
+			}
+			continue
+		}
+		*dst = append(*dst, pp)
+	}
+}
+
+// IgnorePaths makes [Diff] skip the fields at the given paths and everything
+// below them. Paths use the syntax of [Comparison.Paths]; a bracket segment
+// may be the wildcard [*], matching any list element or map key, as in
+// "spec.template.spec.containers[*].imagePullPolicy".
+func IgnorePaths(paths ...string) DiffOption {
+	return func(c *diffConfig) { c.addPatterns(&c.ignore, paths) }
+}
+
+// CompareStatus makes [Diff] compare the status field, which it ignores by
+// default. [Ensure] never writes status, whatever the options: status belongs
+// to the status subresource.
+func CompareStatus() DiffOption {
+	return func(c *diffConfig) { c.compareStatus = true }
+}
+
+// CompareOwnerReferences makes [Diff] compare metadata.ownerReferences
+// (matched by uid), which it ignores by default. [Ensure] turns it on by
+// itself when given an [Owner].
+func CompareOwnerReferences() DiffOption {
+	return func(c *diffConfig) { c.compareOwnerRefs = true }
+}
+
+// OwnMap declares that desired owns the whole map at each path: keys the
+// actual map has and desired lacks are drift (and [Ensure] removes them). An
+// empty or nil desired map then means "no keys". By default extra keys are
+// someone else's business.
+func OwnMap(paths ...string) DiffOption {
+	return func(c *diffConfig) { c.addPatterns(&c.ownMap, paths) }
+}
+
+// OwnList declares that desired owns the whole list at each path: elements the
+// actual list has and desired lacks are drift (and [Ensure] removes them). An
+// empty or nil desired list then means "no elements". By default a keyed list
+// may hold extra elements added by others; an unkeyed list is compared as a
+// whole whenever desired sets it.
+func OwnList(paths ...string) DiffOption {
+	return func(c *diffConfig) { c.addPatterns(&c.ownList, paths) }
+}
+
+// ListKey matches the elements of the list at path by the field key instead
+// of by position. Typed Kubernetes objects need it only for lists whose Go
+// type declares no patchMergeKey; for [unstructured.Unstructured] it is how a
+// caller declares keys other than "name". The key is a JSON field name.
+//
+// [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
+func ListKey(path, key string) DiffOption {
+	return func(c *diffConfig) {
+		pp, err := parsePathPattern(path)
+		if err == nil && key == "" {
+			err = fmt.Errorf("%w: empty list key for %q", ErrInvalidPath, path)
+		}
+		if err != nil {
+			if c.err == nil {
+				c.err = err
+			}
+			return
+		}
+		c.listKeys = append(c.listKeys, listKeyRule{at: pp, key: key})
+	}
+}
+
+// CmpOptions adds go-cmp options. They are consulted for every field the walk
+// finds different: if cmp.Equal reports the two values equal under these
+// options, the field is not drift. They also shape the readable report.
+func CmpOptions(opts ...cmp.Option) DiffOption {
+	return func(c *diffConfig) { c.cmpOpts = append(c.cmpOpts, opts...) }
+}
+
+// pathPattern is a parsed path with optional [*] wildcards.
+type pathPattern string
+
+func parsePathPattern(p string) (pathPattern, error) {
+	if p == "" {
+		return "", fmt.Errorf("%w: empty path", ErrInvalidPath)
+	}
+	depth := 0
+	for i := 0; i < len(p); i++ {
+		switch p[i] {
+		case '[':
+			if depth > 0 {
+				return "", fmt.Errorf("%w: nested '[' in %q", ErrInvalidPath, p)
+			}
+			depth++
+		case ']':
+			if depth == 0 {
+				return "", fmt.Errorf("%w: unbalanced ']' in %q", ErrInvalidPath, p)
+			}
+			depth--
+		case '.':
+			if depth == 0 && (i == 0 || i == len(p)-1 || p[i-1] == '.') {
+				return "", fmt.Errorf("%w: empty field name in %q", ErrInvalidPath, p)
+			}
+		}
+	}
+	if depth != 0 {
+		return "", fmt.Errorf("%w: unbalanced '[' in %q", ErrInvalidPath, p)
+	}
+	if strings.HasPrefix(p, "[") {
+		return "", fmt.Errorf("%w: %q starts with a bracket", ErrInvalidPath, p)
+	}
+	return pathPattern(p), nil
+}
+
+// match reports whether path matches the pattern exactly, where a "[*]"
+// segment in the pattern matches any one bracket segment of the path.
+func (pp pathPattern) match(path []byte) bool {
+	p := string(pp)
+	i, j := 0, 0
+	for i < len(p) && j < len(path) {
+		if p[i] == '[' && i+2 < len(p) && p[i+1] == '*' && p[i+2] == ']' && path[j] == '[' {
+			i += 3
+			j++
+			for j < len(path) && path[j] != ']' {
+				j++
+			}
+			if j == len(path) {
+				return false
+			}
+			j++
+			continue
+		}
+		if p[i] != path[j] {
+			return false
+		}
+		i++
+		j++
+	}
+	return i == len(p) && j == len(path)
+}
+
+func anyMatch(pats []pathPattern, path []byte) bool {
+	for _, p := range pats {
+		if p.match(path) {
+			return true
+		}
+	}
+	return false
+}

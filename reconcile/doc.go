@@ -1,0 +1,2 @@
+// Package reconcile compares desired objects with live ones and writes only drift.
+package reconcile

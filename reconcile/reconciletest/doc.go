@@ -1,0 +1,34 @@
+// Package reconciletest helps operator authors test their own reconcilers:
+// that they converge, that a converged object costs no writes, and that they
+// survive the errors a real API server returns.
+//
+// It has three parts, usable alone or together:
+//
+//   - [Counter] wraps a client and records every request by [Verb] and
+//     kind, so a test can assert "no writes" with [Counter.Writes] or count
+//     one verb with [Counter.Count].
+//   - [Converge] runs a reconciler until it stops asking to be requeued
+//     (stepping a fake clock for RequeueAfter), then runs it once more and
+//     fails the test if that run wrote anything, reporting each write and
+//     what it changed: the idempotency check every operator should have.
+//   - [FaultInjector] wraps a client so that a fraction ([Rate]) or a
+//     [Sequence] of requests fail with conflicts, throttling, server errors
+//     or timeouts, deterministically from a seed.
+//
+// All of them are built on controller-runtime's client/interceptor and work
+// on any client: controller-runtime's fake client for fast tests, or a
+// client to a real API server (envtest). Wrap in this order so the counter
+// also sees the requests faults made fail:
+//
+//	var counter reconciletest.Counter
+//	faults, err := reconciletest.NewFaultInjector(1, reconciletest.Rate(0.2, reconciletest.Conflict))
+//	...
+//	r := &MyReconciler{Client: counter.Wrap(faults.Wrap(c))}
+//	reconciletest.Converge(t, r, req, reconciletest.WithCounter(&counter), reconciletest.WithFaults(faults))
+//
+// The package depends only on the standard testing package (through
+// [testing.TB]); it imports no test framework. It is not a fake API server:
+// use controller-runtime's fake client or envtest for that. It does not
+// start a manager or watch anything: Converge calls Reconcile directly, so
+// it tests the reconciler's logic, not its watches and predicates.
+package reconciletest
