@@ -168,8 +168,10 @@ func TestDiffTyped(t *testing.T) {
 			wantPaths: []string{"metadata.labels[tier]"},
 		},
 		{
-			name:      "a quantity of another value is drift",
-			desired:   func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi") },
+			name: "a quantity of another value is drift",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Resources.Limits[corev1.ResourceMemory] = resource.MustParse("2Gi")
+			},
 			wantPaths: []string{"spec.template.spec.containers[name=web].resources.limits[memory]"},
 		},
 		{

@@ -185,7 +185,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 	failedInARow := 0
 	for n := 1; ; n++ {
 		if n > o.maxRuns {
-			t.Fatalf("reconciletest: %s did not converge within %d runs; the last runs:\n  %s",
+			t.Fatalf("reconciletest: %q did not converge within %d runs; the last runs:\n  %s",
 				req, o.maxRuns, joinRuns(history))
 			return rep
 		}
@@ -202,18 +202,18 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 		}
 		if err != nil {
 			if isTerminal(err) {
-				t.Fatalf("reconciletest: %s: run %d returned a terminal error, which controller-runtime never retries: %v\n"+
+				t.Fatalf("reconciletest: %q: run %d returned a terminal error, which controller-runtime never retries: %v\n"+
 					"(pass AllowTerminalError() if that is the expected outcome)", req, n, err)
 				return rep
 			}
 			rep.Errors = append(rep.Errors, err)
 			failedInARow++
 			if failedInARow > o.maxErrors {
-				t.Fatalf("reconciletest: %s: %d runs in a row failed (MaxErrors is %d); the last runs:\n  %s",
+				t.Fatalf("reconciletest: %q: %d runs in a row failed (MaxErrors is %d); the last runs:\n  %s",
 					req, failedInARow, o.maxErrors, joinRuns(history))
 				return rep
 			}
-			t.Logf("reconciletest: %s: run %d failed, retrying: %v", req, n, err)
+			t.Logf("reconciletest: %q: run %d failed, retrying: %v", req, n, err)
 			continue
 		}
 		failedInARow = 0
@@ -258,7 +258,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 		problems = append(problems, fmt.Sprintf("it asked to be requeued again (%s)", outcome(res, nil)))
 	}
 	if len(problems) > 0 {
-		t.Errorf("reconciletest: %s is not idempotent: it converged after %d run(s), then the next run found work to do:\n- %s",
+		t.Errorf("reconciletest: %q is not idempotent: it converged after %d run(s), then the next run found work to do:\n- %s",
 			req, rep.Runs, strings.Join(problems, "\n- "))
 	}
 	return rep

@@ -1,0 +1,290 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+)
+
+// Operation says what Ensure did. Its values complete the sentence
+// "the object was ...", like controllerutil.OperationResult.
+type Operation string
+
+const (
+	// OperationCreated means the object did not exist and was created.
+	OperationCreated Operation = "created"
+	// OperationUpdated means the object drifted and the drift was written.
+	OperationUpdated Operation = "updated"
+	// OperationUnchanged means the object had no drift (or a hot loop
+	// stopped the write) and nothing was written.
+	OperationUnchanged Operation = "unchanged"
+)
+
+// Outcome is what [Ensure] and its variants did and why.
+type Outcome struct {
+	// Operation is what was done.
+	Operation Operation
+	// Drift is the comparison of desired with the live object that led to
+	// the operation: its Paths and Report say what was (or, when a hot loop
+	// stopped the write, would have been) patched. Equal for created and
+	// unchanged objects.
+	Drift Comparison
+}
+
+// Ensure makes the live object have every field desired sets, writing only
+// when something drifted and then only the drifted fields.
+//
+// It gets the live object by desired's namespace and name. When there is
+// none, it creates desired (with a controller reference when given an
+// [Owner]). Otherwise it compares with [Diff] rules: no drift means no write
+// at all, so fields the server defaulted and fields other writers own are
+// never touched; drift means one patch carrying only the drifted desired
+// fields (a strategic merge patch for built-in types, a JSON merge patch for
+// custom resources and unstructured objects; see [OptimisticLock]). Status is
+// never compared or written.
+//
+// On success desired holds the object as the server returned it, as after
+// client.Create. With [DetectHotLoops], a drift that keeps coming back is
+// not patched and Ensure returns a [*HotLoopError] with OperationUnchanged.
+func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (Outcome, error) {
+	cfg := newEnsureConfig(opts)
+	if cfg.diff.err != nil {
+		return Outcome{}, cfg.diff.err
+	}
+	live, err := getLive(ctx, c, desired)
+	if apierrors.IsNotFound(err) {
+		return create(ctx, c, cfg, desired)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	want := desired
+	if cfg.owner != nil {
+		want = desired.DeepCopyObject().(client.Object)
+		if err := setController(cfg.owner, want, c.Scheme()); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return patchDrift(ctx, c, cfg, desired, want, live)
+}
+
+// EnsureMutate is [Ensure] for code migrating from
+// controllerutil.CreateOrUpdate: obj needs only its namespace and name;
+// mutate sets the fields the caller wants, on the live object when there is
+// one. mutate must not change the name or namespace.
+//
+// Unlike CreateOrUpdate it does not write when mutate changed nothing the
+// live object lacks (defaulted fields that mutate overwrote with their zero
+// value count as unchanged), and when it writes, it patches only the
+// drifted fields. A field mutate sets to its zero value is not drift: to
+// clear a field, use a pointer, [OwnMap] or [OwnList].
+func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...EnsureOption) (Outcome, error) {
+	cfg := newEnsureConfig(opts)
+	if cfg.diff.err != nil {
+		return Outcome{}, cfg.diff.err
+	}
+	key := client.ObjectKeyFromObject(obj)
+	live, err := getLive(ctx, c, obj)
+	if apierrors.IsNotFound(err) {
+		if err := callMutate(mutate, key, obj); err != nil {
+			return Outcome{}, err
+		}
+		return create(ctx, c, cfg, obj)
+	}
+	if err != nil {
+		return Outcome{}, err
+	}
+	copyInto(obj, live.DeepCopyObject().(client.Object))
+	if err := callMutate(mutate, key, obj); err != nil {
+		return Outcome{}, err
+	}
+	want := obj
+	if cfg.owner != nil {
+		want = obj.DeepCopyObject().(client.Object)
+		if err := setController(cfg.owner, want, c.Scheme()); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return patchDrift(ctx, c, cfg, obj, want, live)
+}
+
+func callMutate(mutate func() error, key client.ObjectKey, obj client.Object) error {
+	if err := mutate(); err != nil {
+		return err
+	}
+	if client.ObjectKeyFromObject(obj) != key {
+		return fmt.Errorf("reconcile: mutate changed the object key from %s to %s", key, client.ObjectKeyFromObject(obj))
+	}
+	return nil
+}
+
+// getLive reads the live version of desired into a fresh object of its type.
+func getLive(ctx context.Context, c client.Client, desired client.Object) (client.Object, error) {
+	if desired.GetName() == "" {
+		return nil, fmt.Errorf("reconcile: ensure %T: desired has no name", desired)
+	}
+	live, err := emptyLike(desired, c.Scheme())
+	if err != nil {
+		return nil, err
+	}
+	return live, c.Get(ctx, client.ObjectKeyFromObject(desired), live)
+}
+
+func emptyLike(obj client.Object, scheme *runtime.Scheme) (client.Object, error) {
+	if _, ok := obj.(*unstructured.Unstructured); ok {
+		gvk, err := apiutil.GVKForObject(obj, scheme)
+		if err != nil {
+			return nil, err
+		}
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u, nil
+	}
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return nil, fmt.Errorf("reconcile: %T is not a pointer to a struct", obj)
+	}
+	return reflect.New(t.Elem()).Interface().(client.Object), nil
+}
+
+// copyInto makes dst hold src's content; both have the same type.
+func copyInto(dst, src client.Object) {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		du.Object = src.(*unstructured.Unstructured).Object
+		return
+	}
+	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
+}
+
+func create(ctx context.Context, c client.Client, cfg *ensureConfig, desired client.Object) (Outcome, error) {
+	obj := desired.DeepCopyObject().(client.Object)
+	clearStatus(obj)
+	if cfg.owner != nil {
+		if err := setController(cfg.owner, obj, c.Scheme()); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if err := c.Create(ctx, obj, writeOpts[client.CreateOption](cfg)...); err != nil {
+		return Outcome{}, err
+	}
+	copyInto(desired, obj)
+	return Outcome{Operation: OperationCreated, Drift: Comparison{Equal: true}}, nil
+}
+
+// writeOpts returns the field manager option, if any, as the option type a
+// write call takes.
+func writeOpts[T any](cfg *ensureConfig) []T {
+	if cfg.fieldManager == "" {
+		return nil
+	}
+	if o, ok := any(client.FieldOwner(cfg.fieldManager)).(T); ok {
+		return []T{o}
+	}
+	return nil
+}
+
+// clearStatus drops status from an object about to be created: status is
+// written through the status subresource only.
+func clearStatus(obj client.Object) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		delete(u.Object, "status")
+		return
+	}
+	v := reflect.ValueOf(obj).Elem()
+	if i, ok := infoFor(v.Type()).byName["status"]; ok {
+		f := v.Field(infoFor(v.Type()).fields[i].index)
+		f.Set(reflect.Zero(f.Type()))
+	}
+}
+
+// patchDrift compares want with live and patches the drift. On return
+// target holds the live object after any write.
+func patchDrift(ctx context.Context, c client.Client, cfg *ensureConfig, target, want, live client.Object) (Outcome, error) {
+	cmpn, err := diff(&cfg.diff, want, live)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if cmpn.Equal {
+		copyInto(target, live)
+		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
+	}
+	if err := checkHotLoop(ctx, c, cfg, live, cmpn); err != nil {
+		copyInto(target, live)
+		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
+	}
+	merged := live.DeepCopyObject().(client.Object)
+	if err := overlay(&cfg.diff, want, merged); err != nil {
+		return Outcome{}, err
+	}
+	patch, err := patchFor(c, cfg, live)
+	if err != nil {
+		return Outcome{}, err
+	}
+	if err := c.Patch(ctx, merged, patch, writeOpts[client.PatchOption](cfg)...); err != nil {
+		return Outcome{}, err
+	}
+	copyInto(target, merged)
+	return Outcome{Operation: OperationUpdated, Drift: cmpn}, nil
+}
+
+// overlay writes desired's drifted fields into merged, a copy of the live
+// object, so a patch from live to merged carries exactly the drift.
+func overlay(cfg *diffConfig, desired, merged client.Object) error {
+	d, a, unstr, err := operands(desired.DeepCopyObject(), merged)
+	if err != nil {
+		return err
+	}
+	w := walker{cfg: cfg, track: true, explain: true, overlay: true}
+	w.root(d, a, unstr)
+	return nil
+}
+
+// patchFor chooses the patch: strategic merge for built-in typed objects,
+// whose Go types carry the merge keys, and JSON merge otherwise (custom
+// resources do not accept strategic merge patches).
+func patchFor(c client.Client, cfg *ensureConfig, live client.Object) (client.Patch, error) {
+	var opts []client.MergeFromOption
+	if cfg.optimisticLock {
+		opts = append(opts, client.MergeFromWithOptimisticLock{})
+	}
+	if _, isU := live.(runtime.Unstructured); !isU {
+		gvk, err := apiutil.GVKForObject(live, c.Scheme())
+		if err != nil {
+			return nil, err
+		}
+		if builtIn(gvk) {
+			return client.StrategicMergeFrom(live, opts...), nil
+		}
+	}
+	return client.MergeFromWithOptions(live, opts...), nil
+}
+
+func builtIn(gvk schema.GroupVersionKind) bool {
+	return clientgoscheme.Scheme.Recognizes(gvk)
+}
+
+// setController sets owner as the controller of obj. It is the one place
+// that will move to the ownership package once that package lands.
+func setController(owner, obj client.Object, scheme *runtime.Scheme) error {
+	if err := controllerutil.SetControllerReference(owner, obj, scheme); err != nil {
+		return fmt.Errorf("reconcile: set controller of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+	}
+	return nil
+}
+
+// errAs is errors.As for a target type, as a value.
+func errAs[T error](err error) (T, bool) {
+	var t T
+	ok := errors.As(err, &t)
+	return t, ok
+}

@@ -1,0 +1,146 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+)
+
+// DefaultFieldManager is the field manager [EnsureApplied] uses when no
+// [FieldManager] is given. Set your controller's name instead.
+const DefaultFieldManager = "reconcilekit"
+
+// EnsureApplied is [Ensure] through server-side apply: it applies desired as
+// field manager ([FieldManager], [ForceOwnership]) when the object is missing
+// or has drifted, and sends nothing when [Diff] finds no drift.
+//
+// Before applying, desired is converted to unstructured content and pruned of
+// nulls, empty maps and lists, status and server-managed metadata, so the
+// apply claims only the fields desired sets. Because an unchanged object is
+// never applied, a field dropped from desired is released (and removed by
+// the server) only at the next apply, when something else drifted.
+//
+// On success desired holds the object as the server returned it.
+func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (Outcome, error) {
+	cfg := newEnsureConfig(opts)
+	if cfg.diff.err != nil {
+		return Outcome{}, cfg.diff.err
+	}
+	want := desired
+	if cfg.owner != nil {
+		want = desired.DeepCopyObject().(client.Object)
+		if err := setController(cfg.owner, want, c.Scheme()); err != nil {
+			return Outcome{}, err
+		}
+	}
+	live, err := getLive(ctx, c, desired)
+	op := OperationCreated
+	var cmpn Comparison
+	switch {
+	case apierrors.IsNotFound(err):
+		cmpn = Comparison{Equal: true}
+	case err != nil:
+		return Outcome{}, err
+	default:
+		op = OperationUpdated
+		if cmpn, err = diff(&cfg.diff, want, live); err != nil {
+			return Outcome{}, err
+		}
+		if cmpn.Equal {
+			copyInto(desired, live)
+			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
+		}
+		if err := checkHotLoop(ctx, c, cfg, live, cmpn); err != nil {
+			copyInto(desired, live)
+			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
+		}
+	}
+	u, err := applyContent(want, c.Scheme())
+	if err != nil {
+		return Outcome{}, err
+	}
+	manager := cfg.fieldManager
+	if manager == "" {
+		manager = DefaultFieldManager
+	}
+	applyOpts := []client.ApplyOption{client.FieldOwner(manager)}
+	if cfg.force {
+		applyOpts = append(applyOpts, client.ForceOwnership)
+	}
+	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
+		return Outcome{}, err
+	}
+	if err := fromUnstructured(u, desired); err != nil {
+		return Outcome{}, err
+	}
+	return Outcome{Operation: op, Drift: cmpn}, nil
+}
+
+// applyContent turns desired into the pruned unstructured body of an apply.
+func applyContent(desired client.Object, scheme *runtime.Scheme) (*unstructured.Unstructured, error) {
+	gvk, err := apiutil.GVKForObject(desired, scheme)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if u, ok := desired.(*unstructured.Unstructured); ok {
+		m = runtime.DeepCopyJSON(u.Object)
+	} else if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(desired); err != nil {
+		return nil, fmt.Errorf("reconcile: converting %T for apply: %w", desired, err)
+	}
+	delete(m, "status")
+	if meta, ok := m["metadata"].(map[string]any); ok {
+		for _, k := range []string{"resourceVersion", "uid", "generation", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "managedFields", "selfLink"} {
+			delete(meta, k)
+		}
+	}
+	prune(m)
+	u := &unstructured.Unstructured{Object: m}
+	u.SetGroupVersionKind(gvk)
+	return u, nil
+}
+
+// prune removes nulls and empty maps and lists, which mean "not set".
+func prune(m map[string]any) {
+	for k, v := range m {
+		switch v := v.(type) {
+		case nil:
+			delete(m, k)
+		case map[string]any:
+			prune(v)
+			if len(v) == 0 {
+				delete(m, k)
+			}
+		case []any:
+			for _, e := range v {
+				if em, ok := e.(map[string]any); ok {
+					prune(em)
+				}
+			}
+			if len(v) == 0 {
+				delete(m, k)
+			}
+		}
+	}
+}
+
+func fromUnstructured(u *unstructured.Unstructured, dst client.Object) error {
+	if du, ok := dst.(*unstructured.Unstructured); ok {
+		du.Object = u.Object
+		return nil
+	}
+	fresh, err := emptyLike(dst, nil)
+	if err != nil {
+		return err
+	}
+	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, fresh); err != nil {
+		return fmt.Errorf("reconcile: reading the applied object into %T: %w", dst, err)
+	}
+	copyInto(dst, fresh)
+	return nil
+}

@@ -1,0 +1,77 @@
+package reconcile
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// EnsureOption configures [Ensure], [EnsureMutate] and [EnsureApplied]. Every
+// [DiffOption] is an EnsureOption, so Ensure compares by the same rules Diff
+// does.
+type EnsureOption interface {
+	applyEnsure(*ensureConfig)
+}
+
+type ensureConfig struct {
+	diff           diffConfig
+	owner          client.Object
+	optimisticLock bool
+	hotLoops       *HotLoopDetector
+	fieldManager   string
+	force          bool
+}
+
+func (o DiffOption) applyEnsure(c *ensureConfig) { o(&c.diff) }
+
+type ensureOptionFunc func(*ensureConfig)
+
+func (f ensureOptionFunc) applyEnsure(c *ensureConfig) { f(c) }
+
+func newEnsureConfig(opts []EnsureOption) *ensureConfig {
+	cfg := &ensureConfig{}
+	for _, o := range opts {
+		o.applyEnsure(cfg)
+	}
+	// Status belongs to the status subresource: Ensure never compares or
+	// writes it through the main resource.
+	cfg.diff.compareStatus = false
+	if cfg.owner != nil {
+		cfg.diff.compareOwnerRefs = true
+	}
+	return cfg
+}
+
+// Owner makes the owner the controller of the ensured object: the object is
+// created with a controller reference to owner, and an existing object
+// without it gets it patched in. An object controlled by another owner is an
+// error. owner must be in the client's scheme and, for a namespaced object,
+// be cluster-scoped or in the same namespace.
+func Owner(owner client.Object) EnsureOption {
+	return ensureOptionFunc(func(c *ensureConfig) { c.owner = owner })
+}
+
+// OptimisticLock makes patches carry the live object's resourceVersion, so a
+// patch fails with a Conflict when someone else wrote the object between the
+// read and the write. Without it the patch touches only the drifted fields,
+// which is usually safe without a lock.
+func OptimisticLock() EnsureOption {
+	return ensureOptionFunc(func(c *ensureConfig) { c.optimisticLock = true })
+}
+
+// DetectHotLoops makes Ensure report drifts to d, which stops patching an
+// object whose same fields keep drifting back. One detector should be shared
+// by all reconciles of a controller.
+func DetectHotLoops(d *HotLoopDetector) EnsureOption {
+	return ensureOptionFunc(func(c *ensureConfig) { c.hotLoops = d })
+}
+
+// FieldManager names the field manager of every write. [EnsureApplied]
+// defaults to [DefaultFieldManager]; the other forms default to the client's.
+func FieldManager(name string) EnsureOption {
+	return ensureOptionFunc(func(c *ensureConfig) { c.fieldManager = name })
+}
+
+// ForceOwnership makes [EnsureApplied] take over fields another field manager
+// owns instead of failing with a conflict.
+func ForceOwnership() EnsureOption {
+	return ensureOptionFunc(func(c *ensureConfig) { c.force = true })
+}

@@ -1,0 +1,525 @@
+package reconcile_test
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/reconcile"
+)
+
+func deploymentIn(ns string) client.Object {
+	d := webDeployment()
+	d.Namespace = ns
+	return d
+}
+
+func serviceIn(ns string) client.Object {
+	return &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web", Labels: map[string]string{"app": "web"}},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "web"},
+			Ports: []corev1.ServicePort{
+				{Name: "http", Port: 80, TargetPort: intstr.FromInt32(8080)},
+				{Name: "metrics", Port: 9090},
+			},
+		},
+	}
+}
+
+func configMapIn(ns string) client.Object {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web-config"},
+		Data:       map[string]string{"mode": "prod", "empty": ""},
+	}
+}
+
+func widgetIn(ns string) client.Object {
+	return &testapi.Widget{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"},
+		Spec:       testapi.WidgetSpec{Message: "hello", Labels: map[string]string{"a": "1"}},
+	}
+}
+
+var objectKinds = []struct {
+	name  string
+	build func(ns string) client.Object
+}{
+	{"Deployment", deploymentIn},
+	{"Service", serviceIn},
+	{"ConfigMap", configMapIn},
+	{"Widget", widgetIn},
+}
+
+func TestEnsureCreatesThenMakesNoWritesDespiteServerDefaults(t *testing.T) {
+	for _, kind := range objectKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			c, w := countingClient(t)
+			ns := env.Namespace(t)
+			ctx := t.Context()
+
+			out, err := reconcile.Ensure(ctx, c, kind.build(ns))
+			if err != nil {
+				t.Fatalf("first Ensure: %v", err)
+			}
+			if out.Operation != reconcile.OperationCreated || w.creates != 1 || w.total() != 1 {
+				t.Fatalf("first Ensure: operation %q with %d creates, %d writes; want created with exactly 1 create", out.Operation, w.creates, w.total())
+			}
+			w.reset()
+			for i := range 2 {
+				out, err = reconcile.Ensure(ctx, c, kind.build(ns))
+				if err != nil {
+					t.Fatalf("Ensure #%d: %v", i+2, err)
+				}
+				if out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+					t.Fatalf("Ensure #%d: operation %q with %d writes, want unchanged with 0 writes; drift:\n%s", i+2, out.Operation, w.total(), out.Drift.Report)
+				}
+			}
+		})
+	}
+}
+
+func TestEnsureLeavesDesiredHoldingTheLiveObject(t *testing.T) {
+	c, _ := countingClient(t)
+	ns := env.Namespace(t)
+	w := widgetIn(ns).(*testapi.Widget)
+	if _, err := reconcile.Ensure(t.Context(), c, w); err != nil {
+		t.Fatal(err)
+	}
+	if w.UID == "" || w.ResourceVersion == "" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 {
+		t.Errorf("after create: uid=%q rv=%q replicas=%v; want the server's object with replicas defaulted to 1", w.UID, w.ResourceVersion, w.Spec.Replicas)
+	}
+	again := widgetIn(ns).(*testapi.Widget)
+	if _, err := reconcile.Ensure(t.Context(), c, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.UID != w.UID || again.ResourceVersion != w.ResourceVersion {
+		t.Errorf("after unchanged: uid=%q rv=%q, want the live %q %q", again.UID, again.ResourceVersion, w.UID, w.ResourceVersion)
+	}
+}
+
+func TestEnsureChangedImageSendsOnePatchTouchingOnlyThatField(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	if _, err := reconcile.Ensure(ctx, c, deploymentIn(ns)); err != nil {
+		t.Fatal(err)
+	}
+	w.reset()
+
+	desired := deploymentIn(ns).(*appsv1.Deployment)
+	desired.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
+	out, err := reconcile.Ensure(ctx, c, desired)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Operation != reconcile.OperationUpdated {
+		t.Errorf("operation = %q, want updated", out.Operation)
+	}
+	if diff := cmp.Diff([]string{"spec.template.spec.containers[name=web].image"}, out.Drift.Paths); diff != "" {
+		t.Errorf("drift paths (-want +got):\n%s", diff)
+	}
+	if w.patches != 1 || w.total() != 1 {
+		t.Fatalf("%d patches, %d writes; want exactly 1 patch", w.patches, w.total())
+	}
+	want := map[string]any{"spec": map[string]any{"template": map[string]any{"spec": map[string]any{
+		"containers": []any{map[string]any{"name": "web", "image": "nginx:1.26"}},
+	}}}}
+	if diff := cmp.Diff(want, withoutDirectives(w.bodies[0])); diff != "" {
+		t.Errorf("patch body (-want +got):\n%s\nfull body: %v", diff, w.bodies[0])
+	}
+
+	var live appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKeyFromObject(desired), &live); err != nil {
+		t.Fatal(err)
+	}
+	cs := live.Spec.Template.Spec.Containers
+	if len(cs) != 2 || cs[0].Image != "nginx:1.26" || cs[1].Image != "busybox:1.36" || cs[0].ImagePullPolicy == "" {
+		t.Errorf("live containers after patch: %+v", cs)
+	}
+}
+
+func TestEnsureCustomResourceDriftIsAJSONMergePatchOfTheField(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	if _, err := reconcile.Ensure(ctx, c, widgetIn(ns)); err != nil {
+		t.Fatal(err)
+	}
+	w.reset()
+	desired := widgetIn(ns).(*testapi.Widget)
+	desired.Spec.Message = "bye"
+	if _, err := reconcile.Ensure(ctx, c, desired); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"spec": map[string]any{"message": "bye"}}
+	if w.patches != 1 {
+		t.Fatalf("%d patches, want 1", w.patches)
+	}
+	if diff := cmp.Diff(want, w.bodies[0]); diff != "" {
+		t.Errorf("patch body (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	if _, err := reconcile.Ensure(ctx, c, deploymentIn(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// Someone else sets fields desired does not set.
+	var live appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &live); err != nil {
+		t.Fatal(err)
+	}
+	before := live.DeepCopy()
+	live.Spec.MinReadySeconds = 7
+	live.Annotations = map[string]string{"other": "writer"}
+	live.Labels["team"] = "other"
+	live.Spec.Template.Spec.Containers[0].Env = append(live.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "INJECTED", Value: "1"})
+	if err := c.Patch(ctx, &live, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	w.reset()
+
+	out, err := reconcile.Ensure(ctx, c, deploymentIn(ns))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+		t.Fatalf("operation %q with %d writes; want unchanged and none:\n%s", out.Operation, w.total(), out.Drift.Report)
+	}
+	// Now a real drift: the patch must still keep the other writer's fields.
+	desired := deploymentIn(ns).(*appsv1.Deployment)
+	desired.Spec.Template.Spec.Containers[0].Env[0].Value = "staging"
+	if _, err := reconcile.Ensure(ctx, c, desired); err != nil {
+		t.Fatal(err)
+	}
+	var after appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &after); err != nil {
+		t.Fatal(err)
+	}
+	env0 := after.Spec.Template.Spec.Containers[0].Env
+	if after.Spec.MinReadySeconds != 7 || after.Annotations["other"] != "writer" || after.Labels["team"] != "other" ||
+		len(env0) != 3 || env0[0].Value != "staging" || env0[2].Name != "INJECTED" {
+		t.Errorf("after patch: minReadySeconds=%d annotations=%v labels=%v env=%v; want the other writer's fields kept and MODE=staging",
+			after.Spec.MinReadySeconds, after.Annotations, after.Labels, env0)
+	}
+}
+
+func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
+	c, _ := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	if _, err := reconcile.Ensure(ctx, c, configMapIn(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var live corev1.ConfigMap
+	key := client.ObjectKey{Namespace: ns, Name: "web-config"}
+	if err := c.Get(ctx, key, &live); err != nil {
+		t.Fatal(err)
+	}
+	live.Data["foreign"] = "x"
+	if err := c.Update(ctx, &live); err != nil {
+		t.Fatal(err)
+	}
+	out, err := reconcile.Ensure(ctx, c, configMapIn(ns), reconcile.OwnMap("data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"data[foreign]"}, out.Drift.Paths); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+	if err := c.Get(ctx, key, &live); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"mode": "prod", "empty": ""}, live.Data); diff != "" {
+		t.Errorf("data (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureUnstructured(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	build := func(image string) *unstructured.Unstructured {
+		u := toUnstructured(t, deploymentIn(ns))
+		u.SetAPIVersion("apps/v1")
+		u.SetKind("Deployment")
+		cs, _, _ := unstructured.NestedSlice(u.Object, "spec", "template", "spec", "containers")
+		cs[0].(map[string]any)["image"] = image
+		if err := unstructured.SetNestedSlice(u.Object, cs, "spec", "template", "spec", "containers"); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	if out, err := reconcile.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != reconcile.OperationCreated {
+		t.Fatalf("first Ensure: %v, %v", out.Operation, err)
+	}
+	w.reset()
+	if out, err := reconcile.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+		t.Fatalf("second Ensure: %q, %v, %d writes; want unchanged with none\n%s", out.Operation, err, w.total(), out.Drift.Report)
+	}
+	out, err := reconcile.Ensure(ctx, c, build("nginx:1.26"))
+	if err != nil || out.Operation != reconcile.OperationUpdated || w.patches != 1 {
+		t.Fatalf("third Ensure: %q, %v, %d patches; want updated with one patch", out.Operation, err, w.patches)
+	}
+	var live appsv1.Deployment
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web"}, &live); err != nil {
+		t.Fatal(err)
+	}
+	if img := live.Spec.Template.Spec.Containers[0].Image; img != "nginx:1.26" || len(live.Spec.Template.Spec.Containers) != 2 {
+		t.Errorf("live image %q, %d containers; want nginx:1.26 and 2", img, len(live.Spec.Template.Spec.Containers))
+	}
+}
+
+func TestEnsureMutateWritesOnlyOnDrift(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	image := "nginx:1.25"
+	// A typical CreateOrUpdate mutate function: it replaces the container
+	// list with undefaulted containers, which CreateOrUpdate would write
+	// on every call.
+	ensure := func() (reconcile.Outcome, error) {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
+		return reconcile.EnsureMutate(ctx, c, d, func() error {
+			want := deploymentIn(ns).(*appsv1.Deployment)
+			want.Spec.Template.Spec.Containers[0].Image = image
+			d.Labels = want.Labels
+			d.Spec.Replicas = want.Spec.Replicas
+			d.Spec.Selector = want.Spec.Selector
+			d.Spec.Template = want.Spec.Template
+			return nil
+		})
+	}
+	if out, err := ensure(); err != nil || out.Operation != reconcile.OperationCreated {
+		t.Fatalf("first: %q, %v", out.Operation, err)
+	}
+	w.reset()
+	if out, err := ensure(); err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+		t.Fatalf("second: %q, %v, %d writes; want unchanged, none\n%s", out.Operation, err, w.total(), out.Drift.Report)
+	}
+	image = "nginx:1.26"
+	out, err := ensure()
+	if err != nil || out.Operation != reconcile.OperationUpdated || w.patches != 1 {
+		t.Fatalf("third: %q, %v, %d patches; want updated, 1 patch", out.Operation, err, w.patches)
+	}
+	if diff := cmp.Diff([]string{"spec.template.spec.containers[name=web].image"}, out.Drift.Paths); diff != "" {
+		t.Errorf("paths (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureMutateRejectsAChangedKey(t *testing.T) {
+	c, _ := countingClient(t)
+	ns := env.Namespace(t)
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
+	_, err := reconcile.EnsureMutate(t.Context(), c, cm, func() error { cm.Name = "b"; return nil })
+	if err == nil || !strings.Contains(err.Error(), "object key") {
+		t.Errorf("err = %v, want an error about the changed key", err)
+	}
+}
+
+func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
+	for _, kind := range objectKinds {
+		t.Run(kind.name, func(t *testing.T) {
+			c, w := countingClient(t)
+			ns := env.Namespace(t)
+			ctx := t.Context()
+			opts := []reconcile.EnsureOption{reconcile.FieldManager("test-controller"), reconcile.ForceOwnership()}
+			out, err := reconcile.EnsureApplied(ctx, c, kind.build(ns), opts...)
+			if err != nil || out.Operation != reconcile.OperationCreated || w.applies != 1 {
+				t.Fatalf("first: %q, %v, %d applies; want created by one apply", out.Operation, err, w.applies)
+			}
+			w.reset()
+			out, err = reconcile.EnsureApplied(ctx, c, kind.build(ns), opts...)
+			if err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+				t.Fatalf("second: %q, %v, %d writes; want unchanged and no request\n%s", out.Operation, err, w.total(), out.Drift.Report)
+			}
+			desired := kind.build(ns)
+			labels := maps.Clone(desired.GetLabels())
+			if labels == nil {
+				labels = map[string]string{}
+			}
+			labels["version"] = "2"
+			desired.SetLabels(labels)
+			out, err = reconcile.EnsureApplied(ctx, c, desired, opts...)
+			if err != nil || out.Operation != reconcile.OperationUpdated || w.applies != 1 {
+				t.Fatalf("third: %q, %v, %d applies; want updated by one apply", out.Operation, err, w.applies)
+			}
+			if desired.GetLabels()["version"] != "2" || desired.GetResourceVersion() == "" {
+				t.Errorf("desired after apply: labels %v rv %q; want the server's object", desired.GetLabels(), desired.GetResourceVersion())
+			}
+		})
+	}
+}
+
+func TestEnsureOwnerSetsControllerReference(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	owner := widgetIn(ns)
+	if err := c.Create(ctx, owner); err != nil {
+		t.Fatal(err)
+	}
+	// An object that already exists without the reference gets it patched in.
+	if err := c.Create(ctx, configMapIn(ns)); err != nil {
+		t.Fatal(err)
+	}
+	w.reset()
+	out, err := reconcile.Ensure(ctx, c, configMapIn(ns), reconcile.Owner(owner))
+	if err != nil || out.Operation != reconcile.OperationUpdated || w.patches != 1 {
+		t.Fatalf("Ensure with owner: %q, %v, %d patches; want updated", out.Operation, err, w.patches)
+	}
+	var cm corev1.ConfigMap
+	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &cm); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(&cm); ref == nil || ref.UID != owner.GetUID() {
+		t.Fatalf("controller of the config map = %v, want the widget %s", ref, owner.GetUID())
+	}
+	w.reset()
+	if out, err := reconcile.Ensure(ctx, c, configMapIn(ns), reconcile.Owner(owner)); err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+		t.Fatalf("again: %q, %v, %d writes; want unchanged", out.Operation, err, w.total())
+	}
+	// A new object is created with the reference.
+	svc := serviceIn(ns)
+	if _, err := reconcile.Ensure(ctx, c, svc, reconcile.Owner(owner)); err != nil {
+		t.Fatal(err)
+	}
+	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != owner.GetUID() {
+		t.Errorf("controller of the created service = %v, want the widget", ref)
+	}
+}
+
+func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
+	c, _ := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	if _, err := reconcile.Ensure(ctx, c, widgetIn(ns)); err != nil {
+		t.Fatal(err)
+	}
+	// Another writer sneaks in between Ensure's read and its patch.
+	racy := &racingClient{Client: c, race: func() {
+		var w testapi.Widget
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, &w); err != nil {
+			t.Error(err)
+			return
+		}
+		w.Spec.Labels = map[string]string{"b": "2"}
+		if err := c.Update(ctx, &w); err != nil {
+			t.Error(err)
+		}
+	}}
+	desired := widgetIn(ns).(*testapi.Widget)
+	desired.Spec.Message = "changed"
+	_, err := reconcile.Ensure(ctx, racy, desired, reconcile.OptimisticLock())
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("err = %v, want a Conflict", err)
+	}
+}
+
+// racingClient runs race once just before the first patch.
+type racingClient struct {
+	client.Client
+	race func()
+}
+
+func (r *racingClient) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if r.race != nil {
+		r.race()
+		r.race = nil
+	}
+	return r.Client.Patch(ctx, obj, patch, opts...)
+}
+
+func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
+	c, w := countingClient(t)
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	rec := events.NewFakeRecorder(10)
+	legacy := record.NewFakeRecorder(10)
+	det := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, Backoff: 10 * time.Minute, Clock: clk, Recorder: rec, LegacyRecorder: legacy}
+
+	// The other writer: a webhook-like actor that reverts spec.message.
+	revert := func() {
+		var live testapi.Widget
+		if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "w"}, &live); err != nil {
+			t.Fatal(err)
+		}
+		before := live.DeepCopy()
+		live.Spec.Message = "webhook says no"
+		if err := c.Patch(ctx, &live, client.MergeFrom(before)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det)); err != nil {
+		t.Fatal(err)
+	}
+	var ours int
+	for i := range 6 {
+		revert()
+		clk.SetTime(clk.Now().Add(5 * time.Second))
+		w.reset()
+		out, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det))
+		switch {
+		case i < 2:
+			if err != nil || out.Operation != reconcile.OperationUpdated {
+				t.Fatalf("round %d: %q, %v; want updated: not yet a loop", i, out.Operation, err)
+			}
+			ours += w.patches
+		default:
+			var hl *reconcile.HotLoopError
+			if !errors.As(err, &hl) || !errors.Is(err, reconcile.ErrHotLoop) {
+				t.Fatalf("round %d: err = %v, want a *HotLoopError", i, err)
+			}
+			if out.Operation != reconcile.OperationUnchanged || w.patches != 0 {
+				t.Fatalf("round %d: %q with %d patches; want unchanged and no patch", i, out.Operation, w.patches)
+			}
+			if diff := cmp.Diff([]string{"spec.message"}, hl.Paths); diff != "" {
+				t.Errorf("hot loop paths (-want +got):\n%s", diff)
+			}
+		}
+	}
+	if ours != 2 {
+		t.Errorf("%d patches before the loop was noticed, want 2", ours)
+	}
+	for name, ch := range map[string]chan string{"events": rec.Events, "record": legacy.Events} {
+		select {
+		case e := <-ch:
+			if !strings.HasPrefix(e, "Warning HotLoop") || !strings.Contains(e, "spec.message") {
+				t.Errorf("%s event = %q, want a Warning HotLoop naming spec.message", name, e)
+			}
+		default:
+			t.Errorf("no %s event recorded", name)
+		}
+		select {
+		case e := <-ch:
+			t.Errorf("second %s event %q: want one per trip", name, e)
+		default:
+		}
+	}
+	// After the backoff Ensure fights again.
+	clk.SetTime(clk.Now().Add(11 * time.Minute))
+	if out, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det)); err != nil || out.Operation != reconcile.OperationUpdated {
+		t.Errorf("after backoff: %q, %v; want updated", out.Operation, err)
+	}
+}
