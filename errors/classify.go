@@ -1,0 +1,295 @@
+package errors
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"reflect"
+	"regexp"
+	"syscall"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// maxNodes bounds how many errors one call inspects, so that a cyclic or
+// absurdly large error tree ends the walk instead of looping forever. Real
+// chains are a few dozen errors deep.
+const maxNodes = 10_000
+
+// Classify returns err's [Class] and, for [Throttled], the delay the server
+// (or a [RetryAfter] marker) asked for; the delay is 0 otherwise, and also
+// when a throttling server suggested none.
+//
+// The first rule that matches decides, looking down err's %w chain:
+//
+//  1. nil is [None];
+//  2. the outermost marker ([Permanent], [Transient], [RetryAfter]);
+//  3. a reconcile.TerminalError is [ClassPermanent];
+//  4. a Kubernetes API status error, by the table in the package
+//     documentation;
+//  5. context.Canceled is [Canceled]; context.DeadlineExceeded, network
+//     timeouts, refused, reset or aborted connections and
+//     io.ErrUnexpectedEOF are [ClassTransient];
+//  6. where the chain splits ([Join], or [Errorf] with several %w), each
+//     branch is classified on its own and the most urgent class wins:
+//     [Canceled], then [ClassTransient], then [Throttled] (with the longest
+//     delay among the throttled branches), then [Conflict];
+//     [ClassPermanent] only when every branch is permanent;
+//  7. anything else is [ClassTransient]: unknown errors are retried.
+func Classify(err error) (Class, time.Duration) {
+	if err == nil {
+		return None, 0
+	}
+	budget := maxNodes
+	v := walk(err, &budget, false)
+	return v.class, v.delay
+}
+
+// verdict is what the walk concludes about one error tree.
+type verdict struct {
+	class Class
+	delay time.Duration
+	// reason is the most specific condition reason found ("" if none).
+	reason string
+	// fallback is the outermost marker's reason, for when there is no
+	// specific one.
+	fallback string
+}
+
+// walk classifies err (non-nil). With wantReason it keeps looking inside a
+// marker's cause for a specific reason; Classify does not need that.
+func walk(err error, budget *int, wantReason bool) verdict {
+	var (
+		terminal        bool
+		api, network    verdict
+		haveAPI, haveNw bool
+		joined          verdict
+		haveJoin        bool
+	)
+loop:
+	for err != nil && *budget > 0 {
+		*budget--
+		if isNilPointer(err) {
+			// A typed nil (var e *T; return e): nothing to inspect, and its
+			// methods may panic.
+			break
+		}
+		if m, ok := err.(*markerError); ok {
+			v := verdict{class: m.class, delay: m.delay, fallback: m.reason}
+			if wantReason {
+				switch {
+				case haveAPI:
+					v.reason = api.reason
+				case haveNw:
+					v.reason = network.reason
+				default:
+					v.reason = walk(m.err, budget, true).reason
+				}
+			}
+			return v
+		}
+		if !terminal {
+			if x, ok := err.(interface{ Is(error) bool }); ok && x.Is(terminalSentinel) {
+				terminal = true
+			}
+		}
+		if !haveAPI {
+			if s, ok := err.(apierrors.APIStatus); ok {
+				api, haveAPI = fromStatus(s.Status()), true
+			}
+		}
+		if !haveNw {
+			network, haveNw = fromNetwork(err)
+		}
+		switch u := err.(type) {
+		case interface{ Unwrap() error }:
+			err = u.Unwrap()
+		case interface{ Unwrap() []error }:
+			joined, haveJoin = combine(u.Unwrap(), budget, wantReason)
+			break loop
+		default:
+			break loop
+		}
+	}
+
+	var v verdict
+	switch {
+	case terminal:
+		v = verdict{class: ClassPermanent}
+	case haveAPI:
+		v = api
+	case haveNw:
+		v = network
+	case haveJoin:
+		v = joined
+	default:
+		v = verdict{class: ClassTransient}
+	}
+	// The reason names the cause even when a marker or a terminal error
+	// decided the class.
+	switch {
+	case haveAPI:
+		v.reason = api.reason
+	case haveNw:
+		v.reason = network.reason
+	case haveJoin:
+		v.reason = joined.reason
+	}
+	return v
+}
+
+// combine classifies the branches of a joined error: the highest-ranked class
+// wins (the first branch with it gives the reason); throttled branches give
+// the longest delay.
+func combine(errs []error, budget *int, wantReason bool) (verdict, bool) {
+	var best verdict
+	have := false
+	for _, e := range errs {
+		if e == nil || *budget <= 0 {
+			continue
+		}
+		v := walk(e, budget, wantReason)
+		switch {
+		case !have || v.class.rank() > best.class.rank():
+			best, have = v, true
+		case v.class == best.class && v.delay > best.delay:
+			best.delay = v.delay
+		}
+	}
+	return best, have
+}
+
+// fromStatus maps an API status to a verdict: see the table in doc.go.
+func fromStatus(st metav1.Status) verdict {
+	v := verdict{class: ClassTransient, reason: statusReason(st)}
+	// apierrors.SuggestsClientDelay: the server asked the client to wait.
+	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
+		v.class = Throttled
+		v.delay = time.Duration(st.Details.RetryAfterSeconds) * time.Second
+		return v
+	}
+	switch st.Reason {
+	case metav1.StatusReasonConflict, metav1.StatusReasonAlreadyExists:
+		v.class = Conflict
+	case metav1.StatusReasonTooManyRequests:
+		v.class = Throttled
+	case metav1.StatusReasonInvalid, metav1.StatusReasonBadRequest,
+		metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonUnsupportedMediaType,
+		metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable:
+		v.class = ClassPermanent
+	case metav1.StatusReasonServerTimeout, metav1.StatusReasonTimeout,
+		metav1.StatusReasonServiceUnavailable, metav1.StatusReasonInternalError,
+		metav1.StatusReasonForbidden, metav1.StatusReasonUnauthorized,
+		metav1.StatusReasonNotFound, metav1.StatusReasonGone, metav1.StatusReasonExpired:
+		v.class = ClassTransient
+	default:
+		// An unknown or empty reason (a proxy's error page, an aggregated
+		// API with its own reasons): go by the HTTP code.
+		switch st.Code {
+		case http.StatusConflict:
+			v.class = Conflict
+		case http.StatusTooManyRequests:
+			v.class = Throttled
+		case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusNotAcceptable,
+			http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
+			http.StatusUnprocessableEntity:
+			v.class = ClassPermanent
+		}
+	}
+	return v
+}
+
+// conditionReason is the pattern the API server enforces on
+// metav1.Condition.Reason.
+var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// maxReasonLength bounds a reason taken from a server's status; the API
+// allows 1024 bytes but a reason is a word, not a message.
+const maxReasonLength = 64
+
+var reasonForCode = map[int32]string{
+	http.StatusBadRequest:            string(metav1.StatusReasonBadRequest),
+	http.StatusUnauthorized:          string(metav1.StatusReasonUnauthorized),
+	http.StatusForbidden:             string(metav1.StatusReasonForbidden),
+	http.StatusNotFound:              string(metav1.StatusReasonNotFound),
+	http.StatusMethodNotAllowed:      string(metav1.StatusReasonMethodNotAllowed),
+	http.StatusNotAcceptable:         string(metav1.StatusReasonNotAcceptable),
+	http.StatusConflict:              string(metav1.StatusReasonConflict),
+	http.StatusGone:                  string(metav1.StatusReasonGone),
+	http.StatusRequestEntityTooLarge: string(metav1.StatusReasonRequestEntityTooLarge),
+	http.StatusUnsupportedMediaType:  string(metav1.StatusReasonUnsupportedMediaType),
+	http.StatusUnprocessableEntity:   string(metav1.StatusReasonInvalid),
+	http.StatusTooManyRequests:       string(metav1.StatusReasonTooManyRequests),
+	http.StatusInternalServerError:   string(metav1.StatusReasonInternalError),
+	http.StatusServiceUnavailable:    string(metav1.StatusReasonServiceUnavailable),
+	http.StatusGatewayTimeout:        string(metav1.StatusReasonTimeout),
+}
+
+// statusReason is the server's reason when it is a valid condition reason,
+// else the usual reason for the HTTP code, else "".
+func statusReason(st metav1.Status) string {
+	r := string(st.Reason)
+	if r != "" && len(r) <= maxReasonLength && conditionReason.MatchString(r) {
+		return r
+	}
+	return reasonForCode[st.Code]
+}
+
+// fromNetwork recognises context and network errors on one node of a chain
+// (without unwrapping: walk does that).
+func fromNetwork(err error) (verdict, bool) {
+	switch {
+	case is(err, context.Canceled):
+		return verdict{class: Canceled, reason: "Canceled"}, true
+	case is(err, context.DeadlineExceeded):
+		return verdict{class: ClassTransient, reason: "DeadlineExceeded"}, true
+	case is(err, io.ErrUnexpectedEOF):
+		return verdict{class: ClassTransient, reason: "UnexpectedEOF"}, true
+	}
+	if errno, ok := err.(syscall.Errno); ok {
+		var r string
+		switch errno {
+		case syscall.ECONNREFUSED:
+			r = "ConnectionRefused"
+		case syscall.ECONNRESET:
+			r = "ConnectionReset"
+		case syscall.ECONNABORTED:
+			r = "ConnectionAborted"
+		case syscall.EPIPE:
+			r = "BrokenPipe"
+		case syscall.ETIMEDOUT:
+			r = "Timeout"
+		case syscall.EHOSTUNREACH:
+			r = "HostUnreachable"
+		case syscall.ENETUNREACH:
+			r = "NetworkUnreachable"
+		default:
+			return verdict{}, false
+		}
+		return verdict{class: ClassTransient, reason: r}, true
+	}
+	// net.Error, url.Error, os.SyscallError and friends.
+	if t, ok := err.(interface{ Timeout() bool }); ok && t.Timeout() {
+		return verdict{class: ClassTransient, reason: "Timeout"}, true
+	}
+	return verdict{}, false
+}
+
+// is reports whether one node (not its chain) matches target, as one step of
+// errors.Is does.
+func is(err, target error) bool {
+	if err == target {
+		return true
+	}
+	x, ok := err.(interface{ Is(error) bool })
+	return ok && x.Is(target)
+}
+
+// isNilPointer reports whether err is a non-nil interface holding a nil
+// pointer, whose methods would likely panic.
+func isNilPointer(err error) bool {
+	v := reflect.ValueOf(err)
+	return v.Kind() == reflect.Pointer && v.IsNil()
+}

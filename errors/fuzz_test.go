@@ -1,0 +1,114 @@
+package errors_test
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"regexp"
+	"syscall"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+)
+
+var reasonPattern = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+
+// leaves are the errors a fuzzed tree is built from.
+var leaves = []error{
+	errors.New("plain"),
+	apierrors.NewConflict(widgets, "w", errors.New("modified")),
+	apierrors.NewTooManyRequests("slow", 3),
+	apierrors.NewBadRequest("bad"),
+	apierrors.NewServiceUnavailable("down"),
+	context.Canceled,
+	context.DeadlineExceeded,
+	io.ErrUnexpectedEOF,
+	syscall.ECONNREFUSED,
+	reconcile.TerminalError(nil),
+	(*apierrors.StatusError)(nil),
+	status(0, ""),
+}
+
+// build turns bytes into an error tree: each byte picks a leaf, a wrapper
+// (%w, marker, terminal error) or a join of the next few subtrees.
+func build(data []byte, pos *int, depth int) error {
+	if *pos >= len(data) {
+		return leaves[0]
+	}
+	b := data[*pos]
+	*pos++
+	if depth > 40 {
+		return leaves[int(b)%len(leaves)]
+	}
+	switch b % 8 {
+	case 0, 1:
+		return leaves[int(b/8)%len(leaves)]
+	case 2:
+		return fmt.Errorf("wrap: %w", build(data, pos, depth+1))
+	case 3:
+		return errors.Permanent(build(data, pos, depth+1))
+	case 4:
+		return errors.Transient(build(data, pos, depth+1))
+	case 5:
+		return errors.RetryAfter(build(data, pos, depth+1), time.Duration(int8(b))*time.Second)
+	case 6:
+		return reconcile.TerminalError(build(data, pos, depth+1))
+	default:
+		n := int(b/8)%4 + 0
+		parts := make([]error, n)
+		for i := range parts {
+			if *pos < len(data) && data[*pos] == 0xff {
+				*pos++
+				continue // a nil branch
+			}
+			parts[i] = build(data, pos, depth+1)
+		}
+		if b&0x80 != 0 {
+			return multi(parts) // keeps nils, unlike errors.Join
+		}
+		return errors.Join(parts...)
+	}
+}
+
+// FuzzClassify proves Classify, Reason and Message never panic on arbitrary
+// nested wrap/join trees, return a declared class with a non-negative delay
+// only for Throttled, and a valid condition reason.
+func FuzzClassify(f *testing.F) {
+	for _, seed := range [][]byte{
+		{0}, {3, 8}, {2, 2, 2, 4, 16}, {7, 0, 8, 16}, {0x87, 0xff, 8, 3, 24},
+		{5, 6, 2, 7, 32, 40, 48}, {15, 3, 4, 5, 6, 2, 0, 80, 88},
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		pos := 0
+		err := build(data, &pos, 0)
+		class, delay := errors.Classify(err)
+		if err == nil {
+			if class != errors.None {
+				t.Fatalf("Classify(nil) = %v", class)
+			}
+			return
+		}
+		if class <= errors.None || class > errors.Canceled {
+			t.Fatalf("Classify = %v, not a class of a non-nil error", class)
+		}
+		if delay < 0 || (delay != 0 && class != errors.Throttled) {
+			t.Fatalf("Classify = %v, %v: delay only for throttled, never negative", class, delay)
+		}
+		if r := errors.Reason(err); !reasonPattern.MatchString(r) {
+			t.Fatalf("Reason = %q, not a valid condition reason", r)
+		}
+		if m := errors.Message(err); len(m) > errors.MaxMessageLength {
+			t.Fatalf("Message has %d bytes", len(m))
+		}
+		// Markers: a Permanent outermost decides regardless of the rest.
+		if c, _ := errors.Classify(errors.Permanent(err)); c != errors.ClassPermanent {
+			t.Fatalf("Classify(Permanent(tree)) = %v", c)
+		}
+	})
+}

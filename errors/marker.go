@@ -1,0 +1,80 @@
+package errors
+
+import (
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+)
+
+// terminalSentinel is what controller-runtime matches terminal errors
+// against; a [Permanent] marker reports itself equal to it.
+var terminalSentinel = reconcile.TerminalError(nil)
+
+// markerError carries an explicit class chosen by the caller. Its text is the
+// cause's text, unchanged, so marking an error never alters log lines or
+// condition messages.
+type markerError struct {
+	err   error
+	class Class
+	delay time.Duration
+	// reason is the fallback condition reason when the cause has no more
+	// specific one.
+	reason string
+}
+
+// Permanent marks err as a failure that retrying cannot fix: [Classify]
+// returns [ClassPermanent] for it, whatever err wraps, and
+// errors.Is(Permanent(err), reconcile.TerminalError(nil)) is true, so
+// controller-runtime stops retrying and counts it as a terminal error. The
+// cause stays visible to [Is], [As] and [Unwrap]. Permanent(nil) is nil.
+func Permanent(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &markerError{err: err, class: ClassPermanent, reason: "PermanentError"}
+}
+
+// Transient marks err as a failure worth retrying with backoff: [Classify]
+// returns [ClassTransient] for it, even when err wraps an error that would
+// otherwise classify as permanent (the outermost marker wins). The cause
+// stays visible to [Is], [As] and [Unwrap]. Transient(nil) is nil.
+func Transient(err error) error {
+	if err == nil {
+		return nil
+	}
+	return &markerError{err: err, class: ClassTransient, reason: "TransientError"}
+}
+
+// RetryAfter marks err as a failure to retry after d, not sooner: [Classify]
+// returns [Throttled] and d. A negative d counts as 0, which leaves the delay
+// to the caller (requeue.Policy then uses its default throttle delay). The
+// cause stays visible to [Is], [As] and [Unwrap]. RetryAfter(nil, d) is nil.
+func RetryAfter(err error, d time.Duration) error {
+	if err == nil {
+		return nil
+	}
+	return &markerError{err: err, class: Throttled, delay: max(d, 0), reason: "RetryAfter"}
+}
+
+func (e *markerError) Error() string {
+	if e == nil || e.err == nil {
+		return "<nil>"
+	}
+	return e.err.Error()
+}
+
+func (e *markerError) Unwrap() error {
+	if e == nil {
+		return nil
+	}
+	return e.err
+}
+
+// Is makes a Permanent marker match reconcile.TerminalError(nil).
+func (e *markerError) Is(target error) bool {
+	if e == nil || e.class != ClassPermanent {
+		return false
+	}
+	// terminalSentinel's own Is method matches any terminal error target.
+	return Is(terminalSentinel, target)
+}
