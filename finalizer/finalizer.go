@@ -1,0 +1,180 @@
+package finalizer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// ErrDeleting is returned by [Ensure] and [Set.EnsureAll] when the object is
+// being deleted (it has a deletionTimestamp): no finalizer is ever added to
+// such an object (the API server would refuse it anyway). A reconciler that
+// sees it should take its deletion path, for example [Set.Run].
+var ErrDeleting = errors.New("object is being deleted")
+
+// ErrNotDeleting is returned by [Set.Run] when the object has no
+// deletionTimestamp: cleanup runs only for objects being deleted.
+var ErrNotDeleting = errors.New("object is not being deleted")
+
+// ErrInvalidName is wrapped by the error returned for a finalizer name the API
+// server would reject (it must be a qualified name such as
+// "example.com/cleanup").
+var ErrInvalidName = errors.New("invalid finalizer name")
+
+// DefaultBackoff is the retry schedule used after a conflict unless
+// [WithBackoff] says otherwise: up to 6 attempts, 10ms apart at first,
+// doubling, with jitter.
+var DefaultBackoff = wait.Backoff{Steps: 6, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5}
+
+// Option changes how a write is made.
+type Option func(*options)
+
+type options struct {
+	reader  client.Reader
+	backoff wait.Backoff
+}
+
+// WithAPIReader makes the re-read after a conflict go through r. Pass the
+// manager's uncached reader (mgr.GetAPIReader()) when c reads from an
+// informer cache: a stale cache would only produce the same conflict again.
+// The default is the client given to the call.
+func WithAPIReader(r client.Reader) Option {
+	return func(o *options) { o.reader = r }
+}
+
+// WithBackoff sets how often and how fast a write is retried after a
+// conflict. The default is [DefaultBackoff]. A backoff with Steps < 1 makes
+// exactly one attempt.
+func WithBackoff(b wait.Backoff) Option {
+	return func(o *options) { o.backoff = b }
+}
+
+func newOptions(c client.Reader, opts []Option) options {
+	o := options{reader: c, backoff: DefaultBackoff}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	if o.backoff.Steps < 1 {
+		o.backoff.Steps = 1
+	}
+	return o
+}
+
+// ValidateName reports whether name can be stored in metadata.finalizers: it
+// must be a qualified name ("example.com/cleanup"). The error wraps
+// [ErrInvalidName].
+func ValidateName(name string) error {
+	if msgs := validation.IsQualifiedName(name); len(msgs) > 0 {
+		return fmt.Errorf("%w %q: %s", ErrInvalidName, name, msgs[0])
+	}
+	return nil
+}
+
+// Ensure adds the finalizer name to obj and persists it with a patch, unless
+// obj already has it (then it makes no request at all and returns false).
+//
+// The patch carries obj's resourceVersion, so it cannot overwrite a finalizer
+// another writer added or removed meanwhile; on a conflict Ensure re-reads the
+// object (see [WithAPIReader]) and tries again (see [WithBackoff]). obj is
+// updated with what the server stored.
+//
+// Ensure never adds a finalizer to an object being deleted: it returns
+// [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp.
+// When the object no longer exists the error satisfies
+// apierrors.IsNotFound (so client.IgnoreNotFound drops it).
+func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	if err := ValidateName(name); err != nil {
+		return false, err
+	}
+	return write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
+		if !deleting(obj) && slices.Contains(current, name) {
+			return nil, nil
+		}
+		if deleting(obj) {
+			return nil, fmt.Errorf("adding finalizer %q to %s: %w", name, describe(obj), ErrDeleting)
+		}
+		return append(slices.Clip(current), name), nil
+	})
+}
+
+// Remove removes the finalizer name from obj and persists it with a patch,
+// unless obj does not have it (then it makes no request and returns false).
+// Like [Ensure] it re-reads and retries on a conflict, so it never drops a
+// finalizer another writer added meanwhile.
+//
+// An object that no longer exists has no finalizers: Remove then returns
+// (false, nil). Removing the last finalizer of an object being deleted lets
+// the API server delete it; obj then holds the object's final state.
+func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	changed, err = write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
+		if !slices.Contains(current, name) {
+			return nil, nil
+		}
+		return slices.DeleteFunc(slices.Clone(current), func(s string) bool { return s == name }), nil
+	})
+	if apierrors.IsNotFound(err) {
+		return false, nil
+	}
+	return changed, err
+}
+
+// write applies edit to obj's finalizers and patches the result with an
+// optimistic lock, re-reading and retrying on conflicts. edit returns nil
+// finalizers and no error when nothing needs writing. It reports whether a
+// patch succeeded.
+func write(ctx context.Context, c client.Client, obj client.Object, o options, edit func(current []string) ([]string, error)) (bool, error) {
+	// Without a resourceVersion the patch would carry no precondition, so an
+	// object built by hand is read before it is written.
+	reread := obj.GetResourceVersion() == ""
+	if reread {
+		if next, err := edit(obj.GetFinalizers()); err != nil || next == nil {
+			return false, err
+		}
+	}
+	changed := false
+	err := retry.OnError(o.backoff, apierrors.IsConflict, func() error {
+		if reread {
+			if err := o.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return fmt.Errorf("reading %s: %w", describe(obj), err)
+			}
+		}
+		current := obj.GetFinalizers()
+		next, err := edit(current)
+		if err != nil || next == nil {
+			return err
+		}
+		base := obj.DeepCopyObject().(client.Object)
+		obj.SetFinalizers(next)
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+			// Leave obj as it was: it must not claim finalizers the
+			// server does not have.
+			obj.SetFinalizers(current)
+			reread = true
+			return fmt.Errorf("patching finalizers of %s: %w", describe(obj), err)
+		}
+		changed = true
+		return nil
+	})
+	return changed, err
+}
+
+func deleting(obj client.Object) bool {
+	return !obj.GetDeletionTimestamp().IsZero()
+}
+
+func describe(obj client.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return fmt.Sprintf("%q", ns+"/"+obj.GetName())
+	}
+	return fmt.Sprintf("%q", obj.GetName())
+}

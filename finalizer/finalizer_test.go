@@ -1,0 +1,410 @@
+package finalizer_test
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/internal/testapi"
+)
+
+const (
+	fooFinalizer  = "test.reconcilekit.io/foo"
+	barFinalizer  = "test.reconcilekit.io/bar"
+	keepFinalizer = "other.example.com/keep"
+)
+
+// newWidget creates a Widget with the given finalizers on the test's API
+// server and returns it as stored.
+func newWidget(t *testing.T, c client.Client, ns, name string, finalizers ...string) *testapi.Widget {
+	t.Helper()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Finalizers: finalizers}}
+	if err := c.Create(t.Context(), w); err != nil {
+		t.Fatalf("create widget: %v", err)
+	}
+	return w
+}
+
+// serverFinalizers reads obj's finalizers from the API server.
+func serverFinalizers(t *testing.T, c client.Client, obj client.Object) []string {
+	t.Helper()
+	w := &testapi.Widget{}
+	if err := c.Get(t.Context(), client.ObjectKeyFromObject(obj), w); err != nil {
+		t.Fatalf("get %s: %v", obj.GetName(), err)
+	}
+	return w.Finalizers
+}
+
+func TestEnsurePersistsOnceThenMakesNoRequests(t *testing.T) {
+	c, reqs := countingClient(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
+	reqs.snapshot()
+
+	changed, err := finalizer.Ensure(ctx, c, w, fooFinalizer)
+	if err != nil || !changed {
+		t.Fatalf("first Ensure = (%v, %v), want (true, nil)", changed, err)
+	}
+	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.snapshot()); diff != "" {
+		t.Errorf("requests of the first Ensure (-want +got):\n%s", diff)
+	}
+	want := []string{keepFinalizer, fooFinalizer}
+	if diff := cmp.Diff(want, w.Finalizers); diff != "" {
+		t.Errorf("obj finalizers after Ensure (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(want, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers after Ensure (-want +got):\n%s", diff)
+	}
+	reqs.snapshot()
+
+	// Repeated calls, on the returned object and on a fresh read, write nothing.
+	fresh := &testapi.Widget{}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), fresh); err != nil {
+		t.Fatal(err)
+	}
+	reqs.snapshot()
+	for i, obj := range []*testapi.Widget{w, w, fresh} {
+		changed, err := finalizer.Ensure(ctx, c, obj, fooFinalizer)
+		if err != nil || changed {
+			t.Errorf("repeat %d: Ensure = (%v, %v), want (false, nil)", i, changed, err)
+		}
+	}
+	if got := reqs.snapshot(); len(got) != 0 {
+		t.Errorf("repeated Ensure sent requests %v, want none", got)
+	}
+}
+
+func TestRemovePersistsOnceThenMakesNoRequests(t *testing.T) {
+	c, reqs := countingClient(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", fooFinalizer, keepFinalizer)
+	reqs.snapshot()
+
+	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
+	if err != nil || !changed {
+		t.Fatalf("first Remove = (%v, %v), want (true, nil)", changed, err)
+	}
+	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.snapshot()); diff != "" {
+		t.Errorf("requests of the first Remove (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers after Remove (-want +got):\n%s", diff)
+	}
+	reqs.snapshot()
+	for i := range 3 {
+		changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
+		if err != nil || changed {
+			t.Errorf("repeat %d: Remove = (%v, %v), want (false, nil)", i, changed, err)
+		}
+	}
+	if got := reqs.snapshot(); len(got) != 0 {
+		t.Errorf("repeated Remove sent requests %v, want none", got)
+	}
+}
+
+// TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer makes the conflict
+// deterministic: both writers read the object, one writes, then the other
+// writes from its stale copy. A plain merge patch or update of the whole
+// list would drop the first writer's finalizer.
+func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
+	c, reqs := countingClient(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
+	a, b := w.DeepCopy(), w.DeepCopy()
+
+	if _, err := finalizer.Ensure(ctx, c, b, barFinalizer); err != nil {
+		t.Fatalf("writer b: %v", err)
+	}
+	reqs.snapshot()
+	changed, err := finalizer.Ensure(ctx, c, a, fooFinalizer)
+	if err != nil || !changed {
+		t.Fatalf("stale writer a: Ensure = (%v, %v), want (true, nil)", changed, err)
+	}
+	// One rejected patch, one re-read, one accepted patch.
+	if diff := cmp.Diff(map[string]int{"patch": 2, "get": 1}, reqs.snapshot()); diff != "" {
+		t.Errorf("requests of the stale writer (-want +got):\n%s", diff)
+	}
+	want := []string{keepFinalizer, barFinalizer, fooFinalizer}
+	if diff := cmp.Diff(want, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers (-want +got):\n%s", diff)
+	}
+
+	// The same for removal: a stale remover keeps what was added meanwhile.
+	stale := a.DeepCopy()
+	if _, err := finalizer.Remove(ctx, c, a, keepFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := finalizer.Remove(ctx, c, stale, barFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{fooFinalizer}, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers after two stale removals (-want +got):\n%s", diff)
+	}
+}
+
+func TestWithBackoffOfOneAttemptReturnsTheConflictAndLeavesObjUnchanged(t *testing.T) {
+	c := env.Client(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
+	stale := w.DeepCopy()
+	if _, err := finalizer.Ensure(ctx, c, w, barFinalizer); err != nil {
+		t.Fatal(err)
+	}
+
+	changed, err := finalizer.Ensure(ctx, c, stale, fooFinalizer, finalizer.WithBackoff(wait.Backoff{Steps: 1}))
+	if changed || !apierrors.IsConflict(err) {
+		t.Fatalf("Ensure = (%v, %v), want (false, a Conflict)", changed, err)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer}, stale.Finalizers); diff != "" {
+		t.Errorf("obj finalizers after a failed write must be as before (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer, barFinalizer}, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers (-want +got):\n%s", diff)
+	}
+}
+
+func TestWithAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
+	c := env.Client(t)
+	reader, reqs := countingClient(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w")
+	stale := w.DeepCopy()
+	if _, err := finalizer.Ensure(ctx, c, w, barFinalizer); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := finalizer.Ensure(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader)); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]int{"get": 1}, reqs.snapshot()); diff != "" {
+		t.Errorf("requests through the API reader (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureOnObjectBeingDeletedAddsNothing(t *testing.T) {
+	c, reqs := countingClient(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	reqs.snapshot()
+
+	for _, name := range []string{fooFinalizer, keepFinalizer} {
+		changed, err := finalizer.Ensure(ctx, c, w, name)
+		if changed || !errors.Is(err, finalizer.ErrDeleting) {
+			t.Errorf("Ensure(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
+		}
+	}
+	if got := reqs.snapshot(); len(got) != 0 {
+		t.Errorf("Ensure on a deleting object sent requests %v, want none", got)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
+	c, reqs := countingClient(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
+	read := w.DeepCopy() // the reconciler's read, before deletion starts
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	reqs.snapshot()
+
+	changed, err := finalizer.Ensure(ctx, c, read, fooFinalizer)
+	if changed || !errors.Is(err, finalizer.ErrDeleting) {
+		t.Fatalf("Ensure = (%v, %v), want (false, ErrDeleting)", changed, err)
+	}
+	if read.DeletionTimestamp.IsZero() {
+		t.Errorf("obj was not refreshed from the server: no deletionTimestamp")
+	}
+	if diff := cmp.Diff(map[string]int{"patch": 1, "get": 1}, reqs.snapshot()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
+		t.Errorf("server finalizers (-want +got):\n%s", diff)
+	}
+}
+
+func TestEnsureWhenObjectIsDeletedBeforeTheWrite(t *testing.T) {
+	c := env.Client(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w")
+	read := w.DeepCopy()
+	if err := c.Delete(ctx, w); err != nil { // no finalizers: gone at once
+		t.Fatal(err)
+	}
+
+	changed, err := finalizer.Ensure(ctx, c, read, fooFinalizer)
+	if changed || !apierrors.IsNotFound(err) {
+		t.Fatalf("Ensure = (%v, %v), want (false, NotFound)", changed, err)
+	}
+	if client.IgnoreNotFound(err) != nil {
+		t.Errorf("client.IgnoreNotFound(%v) must drop it", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after Ensure: %v, want NotFound: Ensure must not recreate the object", err)
+	}
+}
+
+func TestRemoveLastFinalizerLetsTheServerDeleteTheObject(t *testing.T) {
+	c := env.Client(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", fooFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+
+	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
+	if err != nil || !changed {
+		t.Fatalf("Remove = (%v, %v), want (true, nil)", changed, err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); !apierrors.IsNotFound(err) {
+		t.Errorf("get after removing the last finalizer: %v, want NotFound", err)
+	}
+	// Calling again on the now vanished object is a success.
+	changed, err = finalizer.Remove(ctx, c, w, fooFinalizer)
+	if err != nil || changed {
+		t.Errorf("Remove again = (%v, %v), want (false, nil)", changed, err)
+	}
+}
+
+func TestRemoveFromAVanishedObjectIsSuccess(t *testing.T) {
+	c := env.Client(t)
+	ctx := t.Context()
+	w := newWidget(t, c, env.Namespace(t), "w", fooFinalizer, keepFinalizer)
+	if err := c.Delete(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
+		t.Fatal(err)
+	}
+	read := w.DeepCopy()
+	// Someone else removes every finalizer: the object disappears.
+	w.Finalizers = nil
+	if err := c.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+
+	changed, err := finalizer.Remove(ctx, c, read, fooFinalizer)
+	if err != nil || changed {
+		t.Fatalf("Remove = (%v, %v), want (false, nil)", changed, err)
+	}
+}
+
+func TestInvalidNamesAreRejectedBeforeAnyRequest(t *testing.T) {
+	tests := []struct {
+		name      string
+		finalizer string
+	}{
+		{"empty", ""},
+		{"space", "example.com/has space"},
+		{"two slashes", "example.com/a/b"},
+		{"too long", "example.com/" + string(slices.Repeat([]byte{'a'}, 64))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			// A nil client would panic if Ensure sent anything.
+			changed, err := finalizer.Ensure(t.Context(), nil, &testapi.Widget{}, tt.finalizer)
+			if changed || !errors.Is(err, finalizer.ErrInvalidName) {
+				t.Errorf("Ensure(%q) = (%v, %v), want (false, ErrInvalidName)", tt.finalizer, changed, err)
+			}
+		})
+	}
+}
+
+// TestConcurrentWritersNeverLoseAFinalizer runs two writers, each with its
+// own client, that add and remove their own finalizer on one object many
+// times while the object also carries a third writer's finalizer. After each
+// of its calls a writer reads the object from the API server: its own
+// finalizer must be exactly where it left it, and the third one must be
+// there. A writer whose call gives up after repeated conflicts retries, as
+// a requeue would; no call may report success for a write that did not
+// stick.
+func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
+	const iterations = 40
+	setup := env.Client(t)
+	w := newWidget(t, setup, env.Namespace(t), "w", keepFinalizer)
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	var conflicts int
+	for _, name := range []string{fooFinalizer, barFinalizer} {
+		wg.Go(func() {
+			c := env.Client(t)
+			ctx := t.Context()
+			fail := func(format string, args ...any) {
+				mu.Lock()
+				defer mu.Unlock()
+				failures = append(failures, fmt.Sprintf("%s: ", name)+fmt.Sprintf(format, args...))
+			}
+			obj := w.DeepCopy()
+			for i := range iterations {
+				for _, add := range []bool{true, false} {
+					for {
+						var err error
+						if add {
+							_, err = finalizer.Ensure(ctx, c, obj, name)
+						} else {
+							_, err = finalizer.Remove(ctx, c, obj, name)
+						}
+						if apierrors.IsConflict(err) {
+							mu.Lock()
+							conflicts++
+							mu.Unlock()
+							continue
+						}
+						if err != nil {
+							fail("iteration %d add=%v: %v", i, add, err)
+							return
+						}
+						break
+					}
+					got := &testapi.Widget{}
+					if err := c.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+						fail("get: %v", err)
+						return
+					}
+					if slices.Contains(got.Finalizers, name) != add {
+						fail("iteration %d: after add=%v the server has %v", i, add, got.Finalizers)
+					}
+					if !slices.Contains(got.Finalizers, keepFinalizer) {
+						fail("iteration %d: %q lost: %v", i, keepFinalizer, got.Finalizers)
+					}
+				}
+			}
+			// End with the finalizer added.
+			if _, err := finalizer.Ensure(ctx, c, obj, name, finalizer.WithBackoff(wait.Backoff{Steps: 50, Duration: 1e7})); err != nil {
+				fail("final Ensure: %v", err)
+			}
+		})
+	}
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+	got := serverFinalizers(t, setup, w)
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{keepFinalizer, barFinalizer, fooFinalizer}, got); diff != "" {
+		t.Errorf("final server finalizers (-want +got):\n%s", diff)
+	}
+	t.Logf("%d calls gave up after repeated conflicts and were retried", conflicts)
+}
