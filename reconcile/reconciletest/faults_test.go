@@ -193,12 +193,25 @@ func TestNewFaultInjectorRejectsBadOptions(t *testing.T) {
 			}
 		})
 	}
-	f, err := rt.NewFaultInjector(1)
-	if err != nil {
-		t.Fatalf("no options: %v", err)
+}
+
+// TestFaultInjectorWithoutRateOrSequenceInjectsNothing: the zero
+// configuration is valid and lets everything through, while still counting
+// the requests it saw.
+func TestFaultInjectorWithoutRateOrSequenceInjectsNothing(t *testing.T) {
+	got := outcomes(t, 1, 20)
+	want := make([]rt.Fault, 20)
+	for i := range want {
+		want[i] = rt.NoFault
 	}
-	if got := outcomes(t, 1, 20); cmp.Diff(make([]rt.Fault, 0), got[:0]) != "" || len(f.Injected()) != 0 {
-		t.Errorf("an injector without Rate or Sequence injected faults")
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+	f := mustFaults(t, 1)
+	c := f.Wrap(newFake(t))
+	_ = c.List(t.Context(), &corev1.ConfigMapList{})
+	if f.Matched() != 1 || len(f.Injected()) != 0 {
+		t.Errorf("Matched() = %d, Injected() = %v; want 1 and none", f.Matched(), f.Injected())
 	}
 }
 

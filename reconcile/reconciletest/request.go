@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
@@ -162,7 +163,7 @@ func kindOf(c client.Client, obj runtime.Object) string {
 
 // groupResource returns the API resource of a request's object, used in the
 // messages of injected errors. It asks the client's REST mapper and falls
-// back to the lower-cased kind.
+// back to guessing the plural from the kind.
 func groupResource(c client.Client, obj runtime.Object) schema.GroupResource {
 	if obj == nil {
 		return schema.GroupResource{}
@@ -180,7 +181,9 @@ func groupResource(c client.Client, obj runtime.Object) schema.GroupResource {
 			return mapping.Resource.GroupResource()
 		}
 	}
-	return schema.GroupResource{Group: gvk.Group, Resource: strings.ToLower(gvk.Kind)}
+	// The fake client's REST mapper is empty unless the test fills it.
+	plural, _ := meta.UnsafeGuessKindToResource(gvk)
+	return plural.GroupResource()
 }
 
 // ErrWatchUnsupported is returned by Watch on a wrapped client whose
