@@ -1,0 +1,75 @@
+package requeue_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/requeue"
+)
+
+func ExampleAt() {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+
+	schedule := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
+	fmt.Println(requeue.At(clk, schedule).RequeueAfter)
+
+	// A time already past requeues at once, never "no requeue".
+	fmt.Println(requeue.At(clk, schedule.Add(-time.Hour)).RequeueAfter)
+	// Output:
+	// 30m0s
+	// 1ns
+}
+
+func ExampleMerge() {
+	res := requeue.Merge(
+		requeue.Every(10*time.Minute, 0), // periodic resync
+		ctrl.Result{},                    // a step with nothing to wait for
+		requeue.After(45*time.Second),    // a certificate to renew soon
+	)
+	fmt.Println(res.RequeueAfter)
+	// Output:
+	// 45s
+}
+
+func ExampleEvery() {
+	res := requeue.Every(10*time.Minute, time.Minute)
+	fmt.Println(res.RequeueAfter >= 9*time.Minute && res.RequeueAfter <= 11*time.Minute)
+	// Output:
+	// true
+}
+
+func ExamplePolicy() {
+	var p requeue.Policy // the zero value is ready to use
+	ctx := context.Background()
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "demo"}}
+	pods := schema.GroupResource{Resource: "pods"}
+
+	// What the reconcile returned: a periodic resync of 1h and an error.
+	for _, err := range []error{
+		nil,
+		apierrors.NewConflict(pods, "demo-0", errors.New("the object has been modified")),
+		apierrors.NewTooManyRequests("slow down", 2),
+		errors.RetryAfter(errors.New("database not ready"), 20*time.Second),
+		errors.Permanent(errors.New("spec.schedule is not a time")),
+		errors.New("connection flapped"),
+	} {
+		res, err := p.Result(ctx, req, ctrl.Result{RequeueAfter: time.Hour}, err)
+		fmt.Printf("requeueAfter=%v terminal=%v err=%v\n", res.RequeueAfter, errors.Is(err, reconcile.TerminalError(nil)), err)
+	}
+	// Output:
+	// requeueAfter=1h0m0s terminal=false err=<nil>
+	// requeueAfter=100ms terminal=false err=<nil>
+	// requeueAfter=2s terminal=false err=<nil>
+	// requeueAfter=20s terminal=false err=<nil>
+	// requeueAfter=0s terminal=true err=spec.schedule is not a time
+	// requeueAfter=0s terminal=false err=connection flapped
+}
