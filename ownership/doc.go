@@ -1,0 +1,39 @@
+// Package ownership records which object owns which and finds an owner's
+// children again: owner references with errors a caller can match, listing
+// of children, pruning of children no longer desired, and links for the
+// children owner references cannot express.
+//
+// [SetController] and [SetOwner] write the same owner references as
+// controllerutil.SetControllerReference and SetOwnerReference, but fail
+// with typed errors: [*CrossNamespaceError], [*ClusterScopedError] and
+// [*AlreadyOwnedError], matched with errors.As. The first two can never
+// succeed on retry, so they also match reconcile.TerminalError(nil).
+// [IsControlledBy] compares by UID.
+//
+// Two ways to find children, with different costs:
+//
+//   - A field index ([IndexOwner], then [ListOwned] or [ControlledBy]): the
+//     manager's informer cache indexes children by their controller's UID.
+//     Lists cost no request and children need no extra metadata, but it
+//     only works through the cached client, the cache holds every object of
+//     the child type, and the index must be registered before the manager
+//     starts.
+//   - A label ([SetLink], then [ListLinked] or [LinkedTo]): the owner's UID
+//     in a label on each child. Works with any client and the API server
+//     filters, at the price of a label on every child that users can edit.
+//
+// Owner references cannot point across namespaces, nor from a cluster-scoped
+// object into a namespace; for those children [SetLink] records the owner in
+// a label and an annotation, and [EnqueueLinkedOwner] is the event handler
+// that reconciles the owner when such a child changes. The garbage collector
+// does not follow links: delete linked children yourself, from a finalizer
+// or with [Prune].
+//
+// [Prune] deletes the children an owner controls or is linked to that the
+// reconciler no longer wants, with a propagation policy, and never touches
+// objects it does not own.
+//
+// This package changes objects in memory (SetController, SetOwner,
+// SetLink) or deletes them (Prune); creating and updating children is left
+// to the caller.
+package ownership
