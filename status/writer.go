@@ -42,6 +42,18 @@ var ErrNoResourceVersion = errors.New("status: object has no resourceVersion")
 //
 // When nothing in the status changed, a write sends no request at all.
 //
+// Why a merge patch with a resourceVersion rather than server-side apply:
+// applying a typed object claims every field it carries, including the
+// conditions of other writers it happened to read, and a later apply without
+// them would delete them; applying only this writer's fields needs to know
+// which it owns and an apply configuration per type. A merge patch replaces
+// status.conditions whole, which is only safe against the version it was
+// computed from, hence the resourceVersion and the re-apply on conflict.
+//
+// Other status fields this writer changed are re-applied with JSON merge
+// patch semantics: on a field both writers changed, this writer's value
+// wins. Conditions kept anywhere but status.conditions are such a field.
+//
 // The zero Writer has no client; set at least Client.
 type Writer struct {
 	// Client writes the status subresource. Required.
