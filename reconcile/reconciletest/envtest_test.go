@@ -9,7 +9,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
@@ -188,5 +190,36 @@ func TestAPIServerCounterWatch(t *testing.T) {
 	watcher.Stop()
 	if got := counter.Count(rt.Watch, "ConfigMap"); got != 2 {
 		t.Errorf("watches recorded = %d, want 2", got)
+	}
+}
+
+// TestAPIServerCounterRecordsApply: server-side apply, through an
+// unstructured or a typed client-go apply configuration, is recorded as an
+// apply of its kind and object, and counts as a write.
+func TestAPIServerCounterRecordsApply(t *testing.T) {
+	ns := env.Namespace(t)
+	tests := []struct {
+		name string
+		ac   runtime.ApplyConfiguration
+	}{
+		{"unstructured", client.ApplyConfigurationFromUnstructured(&unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "v1", "kind": "ConfigMap",
+			"metadata": map[string]any{"namespace": ns, "name": "unstructured"},
+			"data":     map[string]any{"k": "v"},
+		}})},
+		{"typed", corev1ac.ConfigMap("typed", ns).WithData(map[string]string{"k": "v"})},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var counter rt.Counter
+			c := counter.Wrap(env.Client(t))
+			if err := c.Apply(t.Context(), tt.ac, client.FieldOwner("reconciletest")); err != nil {
+				t.Fatalf("apply: %v", err)
+			}
+			want := []rt.Request{{Verb: rt.Apply, Kind: "ConfigMap", Namespace: ns, Name: tt.name}}
+			if diff := cmp.Diff(want, counter.Writes()); diff != "" {
+				t.Errorf("writes (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -125,19 +125,31 @@ func deleteAllOfRequest(c client.Client, obj client.Object, opts []client.Delete
 	return Request{Verb: DeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
 }
 
-// applyConfiguration is what client-go's generated apply configurations and
-// controller-runtime's unstructured ones expose.
+// applyConfiguration is what client-go's generated apply configurations
+// expose.
 type applyConfiguration interface {
 	GetName() *string
 	GetNamespace() *string
 	GetKind() *string
 }
 
+// unstructuredApplyConfiguration is what controller-runtime's
+// client.ApplyConfigurationFromUnstructured exposes (an embedded
+// *unstructured.Unstructured).
+type unstructuredApplyConfiguration interface {
+	GetName() string
+	GetNamespace() string
+	GetKind() string
+}
+
 // applyRequest describes an Apply.
 func applyRequest(v Verb, obj runtime.ApplyConfiguration) Request {
 	r := Request{Verb: v}
-	if ac, ok := obj.(applyConfiguration); ok {
+	switch ac := obj.(type) {
+	case applyConfiguration:
 		r.Kind, r.Namespace, r.Name = deref(ac.GetKind()), deref(ac.GetNamespace()), deref(ac.GetName())
+	case unstructuredApplyConfiguration:
+		r.Kind, r.Namespace, r.Name = ac.GetKind(), ac.GetNamespace(), ac.GetName()
 	}
 	return r
 }
