@@ -26,6 +26,11 @@ var ErrNoClient = errors.New("status: writer has no client")
 // concurrent writers, so the object must come from the API server.
 var ErrNoResourceVersion = errors.New("status: object has no resourceVersion")
 
+// ErrObjectReplaced is returned when, after a conflict, the object read
+// again is another object of the same name (it was deleted and created
+// again): the changes were made for the old one and are not applied.
+var ErrObjectReplaced = errors.New("status: object was deleted and created again")
+
 // Writer writes an object's status subresource only when the status
 // changed, without losing what other writers put there.
 //
@@ -219,6 +224,9 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 		}
 		if err := reader.Get(ctx, client.ObjectKeyFromObject(s.obj), fresh); err != nil {
 			return false, s.wrap(fmt.Errorf("re-reading after a conflict: %w", err))
+		}
+		if uid := s.obj.GetUID(); uid != "" && fresh.GetUID() != uid {
+			return false, s.wrap(fmt.Errorf("%w: uid %s, now %s", ErrObjectReplaced, uid, fresh.GetUID()))
 		}
 		if before, err = statusOf(fresh); err != nil {
 			return false, s.wrap(err)

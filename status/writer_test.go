@@ -2,6 +2,7 @@ package status_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -442,5 +443,29 @@ func TestWriterWritesUnstructuredObjects(t *testing.T) {
 	want := []metav1.Condition{{Type: "Foreign", Status: "False", Reason: "Theirs"}}
 	if diff := cmp.Diff(want, got.Status.Conditions, ignoreTimes); diff != "" {
 		t.Errorf("stored conditions (-want +got):\n%s", diff)
+	}
+}
+
+func TestWriterDoesNotApplyChangesToARecreatedObject(t *testing.T) {
+	api := env.Client(t)
+	created := newWidget(t, api)
+	old := read(t, api, created)
+	if err := api.Delete(t.Context(), created); err != nil {
+		t.Fatal(err)
+	}
+	again := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: created.Namespace, Name: created.Name}}
+	if err := api.Create(t.Context(), again); err != nil {
+		t.Fatal(err)
+	}
+	w := status.Writer{Client: api}
+	_, err := w.Patch(t.Context(), old, func() error {
+		status.MarkReady(old, "", "")
+		return nil
+	})
+	if !errors.Is(err, status.ErrObjectReplaced) {
+		t.Errorf("err = %v, want ErrObjectReplaced", err)
+	}
+	if got := read(t, api, again); len(got.Status.Conditions) != 0 {
+		t.Errorf("the new object got conditions meant for the old one: %v", got.Status.Conditions)
 	}
 }
