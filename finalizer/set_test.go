@@ -3,13 +3,17 @@ package finalizer_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 )
@@ -261,6 +265,32 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{dnsFinalizer}, s.Names()); diff != "" {
 				t.Errorf("a rejected Register changed the Set (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestCleanupErrorIsClassifiedByItsCause proves the errors package sees
+// through a failed cleanup to what caused it.
+func TestCleanupErrorIsClassifiedByItsCause(t *testing.T) {
+	tests := []struct {
+		name      string
+		cause     error
+		wantClass rkerrors.Class
+		wantDelay time.Duration
+	}{
+		{"unavailable dependency", apierrors.NewServiceUnavailable("down"), rkerrors.ClassTransient, 0},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "buckets"}, "b", errors.New("changed")), rkerrors.Conflict, 0},
+		{"permanent marker", rkerrors.Permanent(errors.New("bucket name taken")), rkerrors.ClassPermanent, 0},
+		{"terminal error", reconcile.TerminalError(errors.New("zone locked")), rkerrors.ClassPermanent, 0},
+		{"retry after", rkerrors.RetryAfter(errors.New("rate limited"), 7*time.Second), rkerrors.Throttled, 7 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := fmt.Errorf("reconcile: %w", &finalizer.CleanupError{Name: dnsFinalizer, Err: tt.cause})
+			class, delay := rkerrors.Classify(err)
+			if class != tt.wantClass || delay != tt.wantDelay {
+				t.Errorf("Classify = (%v, %v), want (%v, %v)", class, delay, tt.wantClass, tt.wantDelay)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package ownership_test
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,21 +171,11 @@ func TestEnqueueLinkedOwner(t *testing.T) {
 				got = append(got, r)
 				q.Done(r)
 			}
-			sortRequests(got)
+			slices.SortFunc(got, func(a, b reconcile.Request) int { return strings.Compare(a.String(), b.String()) })
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("enqueued (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-func sortRequests(rs []reconcile.Request) {
-	for i := range rs {
-		for j := i + 1; j < len(rs); j++ {
-			if rs[j].String() < rs[i].String() {
-				rs[i], rs[j] = rs[j], rs[i]
-			}
-		}
 	}
 }
 
