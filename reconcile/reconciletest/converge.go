@@ -144,6 +144,12 @@ func (r run) String() string {
 // as well. When it writes, the failure lists each write and, for updates
 // and patches, what it changed.
 //
+// To say what an update changed, Converge reads the stored object once
+// before each update of the idempotency run, through the client the
+// counter wraps; that read is not recorded. The counter must see only this
+// reconciler's requests while Converge runs: other goroutines writing
+// through the same counter (a running manager, say) would be blamed on it.
+//
 // [WithCounter] is required. Converge uses t.Context() for the runs, and
 // stops at the first fatal problem with t.Fatalf; a non-idempotent
 // reconciler is reported with t.Errorf after the report is complete.

@@ -1,6 +1,7 @@
 package reconciletest_test
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -371,4 +373,35 @@ func errorIf(cond bool, err error) error {
 		return err
 	}
 	return nil
+}
+
+// flipReconciler removes the annotation example.com/flip when present and
+// adds it when absent, by Update: it never converges.
+type flipReconciler struct{ client.Client }
+
+func (r *flipReconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	var w testapi.Widget
+	if err := r.Get(ctx, req.NamespacedName, &w); err != nil {
+		return reconcile.Result{}, err
+	}
+	if _, ok := w.Annotations["example.com/flip"]; ok {
+		delete(w.Annotations, "example.com/flip")
+	} else {
+		metav1.SetMetaDataAnnotation(&w.ObjectMeta, "example.com/flip", "on")
+	}
+	return reconcile.Result{}, r.Update(ctx, &w)
+}
+
+// TestConvergeReportsWhatAnUpdateAdds: the failure shows the field an
+// update adds, compared with a fresh read of the stored object (a read into
+// a copy of the sent object would merge the new annotation in and hide it).
+func TestConvergeReportsWhatAnUpdateAdds(t *testing.T) {
+	w := widget("ns", "w", "")
+	w.Annotations = map[string]string{"example.com/flip": "on"}
+	var counter rt.Counter
+	rec := &recorder{}
+
+	rt.Converge(rec, &flipReconciler{Client: counter.Wrap(newFake(t, w))}, requestFor(w), rt.WithCounter(&counter))
+
+	wantFailure(t, rec, `1. update Widget "ns/w"`, "changes (-stored +sent)", `"example.com/flip"`)
 }

@@ -2,6 +2,7 @@ package reconciletest
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -178,10 +179,17 @@ func explainWrite(c *call) string {
 	if !ok {
 		return ""
 	}
-	current, ok := obj.DeepCopyObject().(client.Object)
+	// Read into a zero object of the same type, not a copy of obj: a
+	// decoder that merged into existing maps would hide what obj adds.
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer {
+		return ""
+	}
+	current, ok := reflect.New(t.Elem()).Interface().(client.Object)
 	if !ok {
 		return ""
 	}
+	current.GetObjectKind().SetGroupVersionKind(obj.GetObjectKind().GroupVersionKind())
 	if err := c.c.Get(c.ctx, client.ObjectKeyFromObject(obj), current); err != nil {
 		return ""
 	}

@@ -223,3 +223,21 @@ func TestAPIServerCounterRecordsApply(t *testing.T) {
 		})
 	}
 }
+
+// TestAPIServerConvergeReportsWhatAnUpdateAdds is
+// TestConvergeReportsWhatAnUpdateAdds against a real server, whose client
+// decodes responses differently from the fake's.
+func TestAPIServerConvergeReportsWhatAnUpdateAdds(t *testing.T) {
+	base := env.Client(t)
+	w := widget(env.Namespace(t), "w", "")
+	w.Annotations = map[string]string{"example.com/flip": "on"}
+	if err := base.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	var counter rt.Counter
+	rec := &recorder{}
+
+	rt.Converge(rec, &flipReconciler{Client: counter.Wrap(base)}, requestFor(w), rt.WithCounter(&counter))
+
+	wantFailure(t, rec, `1. update Widget`, "changes (-stored +sent)", `"example.com/flip"`)
+}
