@@ -1,0 +1,297 @@
+// Package controller is the At operator's reconciler. It is written only
+// with reconcilekit's public packages, the way an operator author would:
+//
+//   - reconcile.Loop runs the fetch / finalizer / status / requeue steps;
+//     this file only says what an At means (sync) and how far along it is
+//     (progress).
+//   - requeue.At waits for the schedule: no polling, no sleeping.
+//   - reconcile.Ensure creates the one Pod, owned by the At, and writes
+//     nothing when it already exists.
+//   - errors.Permanent turns a schedule that cannot be parsed into a
+//     Stalled condition and one Warning event instead of a retry loop.
+//   - finalizer deletes a running Pod when its At is deleted.
+package controller
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/requeue"
+)
+
+// Name is the controller's name: its field manager and event source.
+const Name = "at-controller"
+
+// PodCleanupFinalizer deletes an At's Pod before the At goes away.
+const PodCleanupFinalizer = "cnat.reconcilekit.dev/pod-cleanup"
+
+// Reasons of the At's summary conditions and events.
+const (
+	ReasonScheduled        = "Scheduled"
+	ReasonPodRunning       = "PodRunning"
+	ReasonCommandSucceeded = "CommandSucceeded"
+	ReasonCommandFailed    = "CommandFailed"
+	ReasonPodDeleted       = "PodDeleted"
+)
+
+// AtReconciler holds what the At logic needs. Build it with [New].
+type AtReconciler struct {
+	client    client.Client
+	apiReader client.Reader
+	scheme    *runtime.Scheme
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+}
+
+// Options wires the At reconciler. [SetupWithManager] fills the zero fields
+// from the manager; [New] needs at least Client and Scheme.
+type Options struct {
+	// Client reads (usually from the cache) and writes. Required.
+	Client client.Client
+	// APIReader reads straight from the API server. Defaults to Client.
+	APIReader client.Reader
+	// Scheme knows the At and Pod types. Required.
+	Scheme *runtime.Scheme
+	// Recorder records events. Nil records none.
+	Recorder events.EventRecorder
+	// Clock decides when a schedule is due. Nil means the real clock.
+	Clock clock.PassiveClock
+	// Policy maps errors to requeues. Nil means requeue's defaults.
+	Policy *requeue.Policy
+}
+
+// New returns the At reconciler: a reconcile.Loop whose Sync and Progress
+// are the At's own logic.
+func New(o Options) (*reconcile.Loop[*atv1.At], error) {
+	if o.Client == nil || o.Scheme == nil {
+		return nil, errors.New("at controller: Options.Client and Options.Scheme are required")
+	}
+	if o.APIReader == nil {
+		o.APIReader = o.Client
+	}
+	if o.Clock == nil {
+		o.Clock = clock.RealClock{}
+	}
+	r := &AtReconciler{client: o.Client, apiReader: o.APIReader, scheme: o.Scheme, recorder: o.Recorder, clock: o.Clock}
+	fin := &finalizer.Set{}
+	if err := fin.Register(PodCleanupFinalizer, finalizer.Func(r.deletePod)); err != nil {
+		return nil, err
+	}
+	loop := &reconcile.Loop[*atv1.At]{
+		Client:     r.client,
+		APIReader:  r.apiReader,
+		Sync:       r.sync,
+		Progress:   progress,
+		Finalizers: fin,
+		Policy:     o.Policy,
+		Recorder:   r.recorder,
+		FieldOwner: Name,
+		Clock:      r.clock,
+	}
+	return loop, loop.Validate()
+}
+
+// SetupWithManager registers the At controller: it watches Ats and the Pods
+// they own. Status-only updates of an At (our own writes) do not trigger a
+// reconcile; spec changes and deletion do. Zero fields of o come from the
+// manager.
+func SetupWithManager(mgr ctrl.Manager, o Options) error {
+	if o.Client == nil {
+		o.Client = mgr.GetClient()
+	}
+	if o.APIReader == nil {
+		o.APIReader = mgr.GetAPIReader()
+	}
+	if o.Scheme == nil {
+		o.Scheme = mgr.GetScheme()
+	}
+	if o.Recorder == nil {
+		o.Recorder = mgr.GetEventRecorder(Name)
+	}
+	loop, err := New(o)
+	if err != nil {
+		return err
+	}
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&atv1.At{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, finalizer.Predicate()))).
+		Owns(&corev1.Pod{}).
+		Named("at").
+		Complete(loop)
+}
+
+// sync moves an At through PENDING -> RUNNING -> DONE.
+func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (ctrl.Result, error) {
+	logger := log.FromContext(ctx).WithValues("phase", at.Status.Phase)
+	switch at.Status.Phase {
+	case atv1.PhaseDone:
+		return ctrl.Result{}, nil
+	case atv1.PhaseRunning:
+		return r.observePod(ctx, at)
+	}
+
+	// PENDING (or new): wait for the schedule, then start the Pod.
+	// RFC 3339 allows a lower-case "t" and "z"; Go's parser does not.
+	when, err := time.Parse(time.RFC3339, strings.ToUpper(at.Spec.Schedule))
+	if err != nil {
+		return ctrl.Result{}, errors.Permanent(fmt.Errorf("spec.schedule %q is not an RFC 3339 time", at.Spec.Schedule))
+	}
+	at.Status.Phase = atv1.PhasePending
+	if r.clock.Now().Before(when) {
+		logger.V(1).Info("waiting for the schedule", "schedule", when)
+		return requeue.At(r.clock, when), nil
+	}
+
+	pod := desiredPod(at)
+	outcome, err := reconcile.Ensure(ctx, r.client, pod, reconcile.Owner(at))
+	if err != nil {
+		return ctrl.Result{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	}
+	logger.Info("pod ensured", "pod", pod.Name, "operation", outcome.Operation)
+	at.Status.Phase = atv1.PhaseRunning
+	at.Status.PodName = pod.Name
+	return ctrl.Result{}, nil // the Pod's next change wakes us
+}
+
+// observePod moves a RUNNING At to DONE when its Pod has finished.
+func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) (ctrl.Result, error) {
+	pod := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: at.Namespace, Name: at.Status.PodName}
+	err := r.client.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) {
+		// The cache may not have seen a Pod created a moment ago: ask the
+		// API server before concluding that it is gone.
+		err = r.apiReader.Get(ctx, key, pod)
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		// Someone deleted the Pod before it finished. An At runs its command
+		// at most once, so it is DONE, failed; it never starts a second Pod.
+		at.Status.Phase = atv1.PhaseDone
+		at.Status.Outcome = atv1.OutcomeFailed
+		return ctrl.Result{}, nil
+	case err != nil:
+		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", key.Name, err)
+	}
+	switch pod.Status.Phase {
+	case corev1.PodSucceeded:
+		at.Status.Outcome = atv1.OutcomeSucceeded
+	case corev1.PodFailed:
+		at.Status.Outcome = atv1.OutcomeFailed
+	default:
+		return ctrl.Result{}, nil // still running: the Pod's next change wakes us
+	}
+	at.Status.Phase = atv1.PhaseDone
+	at.Status.ExitCode = exitCode(pod)
+	return ctrl.Result{}, nil
+}
+
+// progress is the At's summary for its conditions: PENDING and RUNNING are
+// in progress, DONE is Ready when the command succeeded and Stalled (a final
+// failure) when it did not.
+func progress(at *atv1.At) reconcile.Progress {
+	switch at.Status.Phase {
+	case atv1.PhaseRunning:
+		return reconcile.Progress{State: reconcile.InProgress, Reason: ReasonPodRunning,
+			Message: fmt.Sprintf("pod %s runs the command", at.Status.PodName)}
+	case atv1.PhaseDone:
+		if at.Status.Outcome == atv1.OutcomeSucceeded {
+			return reconcile.Progress{State: reconcile.Done, Reason: ReasonCommandSucceeded,
+				Message: fmt.Sprintf("pod %s ran the command successfully", at.Status.PodName)}
+		}
+		msg := fmt.Sprintf("pod %s failed or was deleted before it finished", at.Status.PodName)
+		if at.Status.ExitCode != nil {
+			msg = fmt.Sprintf("pod %s failed with exit code %d", at.Status.PodName, *at.Status.ExitCode)
+		}
+		return reconcile.Progress{State: reconcile.Failed, Reason: ReasonCommandFailed, Message: msg}
+	default:
+		return reconcile.Progress{State: reconcile.InProgress, Reason: ReasonScheduled,
+			Message: "the command runs at " + at.Spec.Schedule}
+	}
+}
+
+// deletePod is the At's finalizer: a Pod still running when its At is
+// deleted is deleted first (envtest and some clusters have no garbage
+// collector, and a running command should stop with its At).
+func (r *AtReconciler) deletePod(ctx context.Context, obj client.Object) error {
+	at, ok := obj.(*atv1.At)
+	if !ok {
+		return errors.Permanent(fmt.Errorf("finalizer %s: got %T, want *At", PodCleanupFinalizer, obj))
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: at.Namespace, Name: PodName(at)}}
+	err := r.client.Delete(ctx, pod, client.PropagationPolicy(metav1.DeletePropagationBackground))
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil
+	case err != nil:
+		return fmt.Errorf("delete pod %s: %w", pod.Name, err)
+	}
+	if r.recorder != nil {
+		r.recorder.Eventf(at, pod, corev1.EventTypeNormal, ReasonPodDeleted, "Finalize", "deleted pod %s", pod.Name)
+	}
+	return nil
+}
+
+// PodName is the At's one Pod: derived from the At's name and UID, so a
+// restarted controller finds the Pod it created and an At re-created under
+// the same name gets a new one.
+func PodName(at *atv1.At) string {
+	name := at.Name
+	if len(name) > 52 {
+		name = name[:52]
+	}
+	uid := string(at.UID)
+	if len(uid) > 8 {
+		uid = uid[:8]
+	}
+	return name + "-" + uid
+}
+
+func desiredPod(at *atv1.At) *corev1.Pod {
+	image := at.Spec.Image
+	if image == "" {
+		image = atv1.DefaultImage
+	}
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Namespace: at.Namespace,
+			Name:      PodName(at),
+			Labels:    map[string]string{"cnat.reconcilekit.dev/at": at.Name},
+		},
+		Spec: corev1.PodSpec{
+			RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{
+				Name:    "command",
+				Image:   image,
+				Command: []string{"/bin/sh", "-c", at.Spec.Command},
+			}},
+		},
+	}
+}
+
+func exitCode(pod *corev1.Pod) *int32 {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if t := cs.State.Terminated; t != nil {
+			code := t.ExitCode
+			return &code
+		}
+	}
+	return nil
+}
