@@ -3,6 +3,7 @@ package reconciletest_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -242,6 +243,18 @@ func TestConvergeOutcomes(t *testing.T) {
 			f:           func(n int) (reconcile.Result, error) { return reconcile.Result{}, errorIf(n == 2, errBoom) },
 			wantRuns:    2,
 			wantFailure: []string{"it failed: boom"},
+		},
+		{
+			name:        "by default DefaultMaxRuns runs are allowed",
+			f:           func(n int) (reconcile.Result, error) { return reconcile.Result{RequeueAfter: time.Second}, nil },
+			wantRuns:    rt.DefaultMaxRuns,
+			wantFailure: []string{fmt.Sprintf("did not converge within %d runs", rt.DefaultMaxRuns)},
+		},
+		{
+			name:        "by default DefaultMaxErrors failed runs in a row are retried",
+			f:           func(n int) (reconcile.Result, error) { return reconcile.Result{}, errBoom },
+			wantRuns:    rt.DefaultMaxErrors + 1,
+			wantFailure: []string{fmt.Sprintf("%d runs in a row failed (MaxErrors is %d)", rt.DefaultMaxErrors+1, rt.DefaultMaxErrors)},
 		},
 		{
 			name:        "MaxRuns below 1 is refused",

@@ -132,6 +132,18 @@ func TestFaultErrorsLookLikeTheServers(t *testing.T) {
 	}
 }
 
+// TestFaultRetryAfterDefaultsToOneSecond: without RetryAfter, throttling
+// and server timeouts suggest a one-second delay.
+func TestFaultRetryAfterDefaultsToOneSecond(t *testing.T) {
+	for _, fault := range []rt.Fault{rt.Throttle, rt.Timeout} {
+		c := mustFaults(t, 1, rt.Sequence(fault)).Wrap(newFake(t))
+		err := c.List(t.Context(), &corev1.ConfigMapList{})
+		if d, ok := apierrors.SuggestsClientDelay(err); !ok || d != 1 {
+			t.Errorf("%s: SuggestsClientDelay = %d, %v; want 1, true", fault, d, ok)
+		}
+	}
+}
+
 // TestFaultSequenceAndFilters: a sequence applies in order to the requests
 // the filters select, others pass without advancing it, and a failed write
 // never reaches the server.
