@@ -112,6 +112,12 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool) (err e
 	if err != nil {
 		return err
 	}
+	defer func() {
+		// Keep the kubeconfig and kwok's log when something went wrong.
+		if err == nil {
+			_ = os.RemoveAll(work)
+		}
+	}()
 	user, err := env.AddUser(envtest.User{Name: "demo-admin", Groups: []string{"system:masters"}}, nil)
 	if err != nil {
 		return err
@@ -157,7 +163,7 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool) (err e
 	defer func() {
 		_ = syscall.Kill(-kwok.Process.Pid, syscall.SIGTERM)
 		_ = kwok.Wait()
-		say("kwok stopped (its log: %s)", kwokLog.Name())
+		say("kwok stopped")
 	}()
 	say("kwok running as the kubelet of node %s (log: %s)", nodeName, kwokLog.Name())
 
