@@ -3,7 +3,9 @@ package status_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -26,10 +28,23 @@ import (
 var env testenv.Env
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if fuzzing() {
+		// The fuzz targets are pure functions: a control plane in the
+		// coordinator and in every worker would only slow them down.
+		os.Exit(m.Run())
+	}
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
 	})
+}
+
+// fuzzing reports whether this process runs "go test -fuzz" (coordinator
+// or worker).
+func fuzzing() bool {
+	f, w := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
+	return (f != nil && f.Value.String() != "") || (w != nil && w.Value.String() == "true")
 }
 
 // calls counts the requests a client sends, by method.
