@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"reflect"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -122,7 +121,7 @@ func (s *Snapshot) Changed() (bool, error) {
 	if err := s.valid(); err != nil {
 		return false, err
 	}
-	if equality.Semantic.DeepEqual(s.before, s.obj) {
+	if reflect.DeepEqual(s.before, s.obj) {
 		return false, nil
 	}
 	e, _, _, err := s.edits()
@@ -180,7 +179,9 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 	if err := s.valid(); err != nil {
 		return false, err
 	}
-	if equality.Semantic.DeepEqual(s.before, s.obj) {
+	// Fast path for the common no-op: an untouched object is identical to
+	// its deep copy. Anything else is decided on the JSON form below.
+	if reflect.DeepEqual(s.before, s.obj) {
 		return false, nil
 	}
 	// The first patch turns the snapshot into the object as the caller

@@ -29,9 +29,9 @@ var env testenv.Env
 
 func TestMain(m *testing.M) {
 	flag.Parse()
-	if fuzzing() {
-		// The fuzz targets are pure functions: a control plane in the
-		// coordinator and in every worker would only slow them down.
+	if noAPIServerNeeded() {
+		// A control plane here (and in every fuzz worker) would only slow
+		// things down.
 		os.Exit(m.Run())
 	}
 	testenv.Main(m, &env, testenv.Options{
@@ -40,11 +40,18 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// fuzzing reports whether this process runs "go test -fuzz" (coordinator
-// or worker).
-func fuzzing() bool {
-	f, w := flag.Lookup("test.fuzz"), flag.Lookup("test.fuzzworker")
-	return (f != nil && f.Value.String() != "") || (w != nil && w.Value.String() == "true")
+// noAPIServerNeeded reports whether this process runs no test that needs
+// the API server: it runs "go test -fuzz" (coordinator or worker) or selects
+// no tests (-run '^$', as for benchmarks). The fuzz targets and benchmarks
+// are pure functions.
+func noAPIServerNeeded() bool {
+	value := func(name string) string {
+		if f := flag.Lookup(name); f != nil {
+			return f.Value.String()
+		}
+		return ""
+	}
+	return value("test.fuzz") != "" || value("test.fuzzworker") == "true" || value("test.run") == "^$"
 }
 
 // calls counts the requests a client sends, by method.
