@@ -93,6 +93,11 @@ func ValidateName(name string) error {
 // When the object no longer exists the error satisfies
 // apierrors.IsNotFound (so client.IgnoreNotFound drops it).
 func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	// The hot path of every reconcile: present, so valid (the server stored
+	// it), and nothing to write.
+	if !deleting(obj) && slices.Contains(obj.GetFinalizers(), name) {
+		return false, nil
+	}
 	if err := ValidateName(name); err != nil {
 		return false, err
 	}
@@ -116,6 +121,9 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 // (false, nil). Removing the last finalizer of an object being deleted lets
 // the API server delete it; obj then holds the object's final state.
 func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	if obj.GetResourceVersion() != "" && !slices.Contains(obj.GetFinalizers(), name) {
+		return false, nil
+	}
 	changed, err = write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
 		if !slices.Contains(current, name) {
 			return nil, nil

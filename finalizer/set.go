@@ -107,6 +107,12 @@ func (s *Set) Names() []string {
 // for an object being deleted. Call it on the not-deleted path of a
 // reconcile, before creating anything that will need cleaning up.
 func (s *Set) EnsureAll(ctx context.Context, c client.Client, obj client.Object, opts ...Option) (changed bool, err error) {
+	s.mu.RLock()
+	missing := slices.ContainsFunc(s.entries, func(e entry) bool { return !slices.Contains(obj.GetFinalizers(), e.name) })
+	s.mu.RUnlock()
+	if !missing && !deleting(obj) {
+		return false, nil // the hot path: nothing to write
+	}
 	names := s.Names()
 	return write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
 		var missing []string
