@@ -491,3 +491,40 @@ func TestWriterDoesNotApplyChangesToARecreatedObject(t *testing.T) {
 		t.Errorf("the new object got conditions meant for the old one: %v", got.Status.Conditions)
 	}
 }
+
+// TestWriterStopsWhenTheServerAlreadyHoldsItsChanges: after a conflict, if
+// another writer already stored the same condition (with its own transition
+// time), re-applying changes nothing, so no further patch is sent and the
+// object is refreshed to the server's copy.
+func TestWriterStopsWhenTheServerAlreadyHoldsItsChanges(t *testing.T) {
+	api := env.Client(t)
+	created := newWidget(t, api)
+	stale := read(t, api, created)
+
+	// Another replica of the same controller got there first.
+	other := read(t, api, created)
+	status.MarkReady(other, "Reconciled", "", status.WithClock(clocktesting.NewFakePassiveClock(t0)))
+	if err := api.Status().Update(t.Context(), other); err != nil {
+		t.Fatal(err)
+	}
+
+	var n calls
+	w := status.Writer{Client: countingClient(t, &n, nil)}
+	changed, err := w.Patch(t.Context(), stale, func() error {
+		status.MarkReady(stale, "Reconciled", "", status.WithClock(clocktesting.NewFakePassiveClock(t1)))
+		return nil
+	})
+	if err != nil || changed {
+		t.Fatalf("changed=%v err=%v, want false, nil", changed, err)
+	}
+	if diff := cmp.Diff(map[string]int{"status patch": 1, "get": 1}, n.get()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	got := read(t, api, created)
+	if diff := cmp.Diff(got, stale); diff != "" {
+		t.Errorf("object after the write differs from the server's (-server +object):\n%s", diff)
+	}
+	if c, _ := status.Get(got, status.TypeReady); !c.LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("Ready transition time = %v, want the first writer's %v", c.LastTransitionTime, t0)
+	}
+}
