@@ -255,3 +255,16 @@ func TestGetAndPredicates(t *testing.T) {
 		t.Error("changing the condition Get returned changed the object")
 	}
 }
+
+func TestRemoveConditionOnASlice(t *testing.T) {
+	conds := []metav1.Condition{cond("A", "True", "R", "", 1, t0), cond("B", "True", "R", "", 1, t0)}
+	if !status.RemoveCondition(&conds, "A") {
+		t.Error("RemoveCondition(A) = false, want true")
+	}
+	if diff := cmp.Diff([]metav1.Condition{cond("B", "True", "R", "", 1, t0)}, conds); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if status.RemoveCondition(nil, "A") {
+		t.Error("RemoveCondition(nil, A) = true, want false")
+	}
+}

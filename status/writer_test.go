@@ -320,21 +320,29 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 		return nil
 	}
 
-	t.Run("without APIReader the stale cache makes it give up", func(t *testing.T) {
-		var n calls
-		w := status.Writer{Client: countingClient(t, &n, staleCache), MaxAttempts: 3}
-		obj := stale.DeepCopy()
-		_, err := w.Patch(t.Context(), obj, func() error {
-			status.MarkReady(obj, "Reconciled", "")
-			return nil
+	for _, tt := range []struct {
+		maxAttempts, wantPatches int
+	}{
+		{maxAttempts: 3, wantPatches: 3},
+		{maxAttempts: 0, wantPatches: status.DefaultMaxAttempts},
+	} {
+		t.Run(fmt.Sprintf("without APIReader the stale cache makes it give up after MaxAttempts=%d", tt.maxAttempts), func(t *testing.T) {
+			var n calls
+			w := status.Writer{Client: countingClient(t, &n, staleCache), MaxAttempts: tt.maxAttempts}
+			obj := stale.DeepCopy()
+			_, err := w.Patch(t.Context(), obj, func() error {
+				status.MarkReady(obj, "Reconciled", "")
+				return nil
+			})
+			if !apierrors.IsConflict(err) {
+				t.Fatalf("err = %v, want a Conflict", err)
+			}
+			want := map[string]int{"status patch": tt.wantPatches, "get": tt.wantPatches - 1}
+			if diff := cmp.Diff(want, n.get()); diff != "" {
+				t.Errorf("requests (-want +got):\n%s", diff)
+			}
 		})
-		if !apierrors.IsConflict(err) {
-			t.Fatalf("err = %v, want a Conflict", err)
-		}
-		if diff := cmp.Diff(map[string]int{"status patch": 3, "get": 2}, n.get()); diff != "" {
-			t.Errorf("requests (-want +got):\n%s", diff)
-		}
-	})
+	}
 
 	t.Run("with APIReader it re-reads the server and succeeds", func(t *testing.T) {
 		var n, reads calls
