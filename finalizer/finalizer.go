@@ -86,7 +86,8 @@ func ValidateName(name string) error {
 // The patch carries obj's resourceVersion, so it cannot overwrite a finalizer
 // another writer added or removed meanwhile; on a conflict Ensure re-reads the
 // object (see [WithAPIReader]) and tries again (see [WithBackoff]). obj is
-// updated with what the server stored.
+// updated with what the server stored. An obj without a resourceVersion
+// (built by hand from a name) is read from the server first.
 //
 // Ensure never adds a finalizer to an object being deleted: it returns
 // [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp.
@@ -95,7 +96,7 @@ func ValidateName(name string) error {
 func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
 	// The hot path of every reconcile: present, so valid (the server stored
 	// it), and nothing to write.
-	if !deleting(obj) && slices.Contains(obj.GetFinalizers(), name) {
+	if obj.GetResourceVersion() != "" && !deleting(obj) && slices.Contains(obj.GetFinalizers(), name) {
 		return false, nil
 	}
 	if err := ValidateName(name); err != nil {
@@ -141,14 +142,10 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 // finalizers and no error when nothing needs writing. It reports whether a
 // patch succeeded.
 func write(ctx context.Context, c client.Client, obj client.Object, o options, edit func(current []string) ([]string, error)) (bool, error) {
-	// Without a resourceVersion the patch would carry no precondition, so an
-	// object built by hand is read before it is written.
+	// An object without a resourceVersion was built by hand: its finalizers
+	// say nothing about the server's, and a patch from it would carry no
+	// precondition. Read it first.
 	reread := obj.GetResourceVersion() == ""
-	if reread {
-		if next, err := edit(obj.GetFinalizers()); err != nil || next == nil {
-			return false, err
-		}
-	}
 	changed := false
 	err := retry.OnError(o.backoff, apierrors.IsConflict, func() error {
 		if reread {

@@ -321,6 +321,9 @@ func TestInvalidNamesAreRejectedBeforeAnyRequest(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if err := finalizer.ValidateName(tt.finalizer); !errors.Is(err, finalizer.ErrInvalidName) {
+				t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", tt.finalizer, err)
+			}
 			// A nil client would panic if Ensure sent anything.
 			changed, err := finalizer.Ensure(t.Context(), nil, &testapi.Widget{}, tt.finalizer)
 			if changed || !errors.Is(err, finalizer.ErrInvalidName) {
@@ -392,7 +395,9 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 				}
 			}
 			// End with the finalizer added.
-			if _, err := finalizer.Ensure(ctx, c, obj, name, finalizer.WithBackoff(wait.Backoff{Steps: 50, Duration: 1e7})); err != nil {
+			patient := finalizer.DefaultBackoff
+			patient.Steps = 50
+			if _, err := finalizer.Ensure(ctx, c, obj, name, finalizer.WithBackoff(patient)); err != nil {
 				fail("final Ensure: %v", err)
 			}
 		})
@@ -407,4 +412,44 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 		t.Errorf("final server finalizers (-want +got):\n%s", diff)
 	}
 	t.Logf("%d calls gave up after repeated conflicts and were retried", conflicts)
+}
+
+func TestValidateNameAcceptsQualifiedNames(t *testing.T) {
+	for _, name := range []string{fooFinalizer, "kubernetes", "example.com/a-b_c.d"} {
+		if err := finalizer.ValidateName(name); err != nil {
+			t.Errorf("ValidateName(%q) = %v, want nil", name, err)
+		}
+	}
+}
+
+// TestHandBuiltObjectIsReadBeforeItIsWritten covers an object the caller
+// built with only a namespace and name: a patch from it would carry no
+// resourceVersion, hence no lock, and would replace the stored finalizers.
+// Ensure and Remove read it first.
+func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
+	c, reqs := countingClient(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	newWidget(t, c, ns, "w", keepFinalizer)
+	reqs.snapshot()
+
+	handBuilt := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	changed, err := finalizer.Ensure(ctx, c, handBuilt, fooFinalizer)
+	if err != nil || !changed {
+		t.Fatalf("Ensure = (%v, %v), want (true, nil)", changed, err)
+	}
+	if diff := cmp.Diff(map[string]int{"get": 1, "patch": 1}, reqs.snapshot()); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer, fooFinalizer}, serverFinalizers(t, c, handBuilt)); diff != "" {
+		t.Errorf("server finalizers (-want +got):\n%s", diff)
+	}
+
+	handBuilt = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
+	if changed, err := finalizer.Remove(ctx, c, handBuilt, fooFinalizer); err != nil || !changed {
+		t.Fatalf("Remove = (%v, %v), want (true, nil)", changed, err)
+	}
+	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, handBuilt)); diff != "" {
+		t.Errorf("server finalizers after Remove (-want +got):\n%s", diff)
+	}
 }

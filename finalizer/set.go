@@ -35,6 +35,7 @@ type CleanupError struct {
 	Err error
 }
 
+// Error names the finalizer and the cause.
 func (e *CleanupError) Error() string {
 	return fmt.Sprintf("finalizer %q: cleanup failed: %v", e.Name, e.Err)
 }
@@ -110,7 +111,7 @@ func (s *Set) EnsureAll(ctx context.Context, c client.Client, obj client.Object,
 	s.mu.RLock()
 	missing := slices.ContainsFunc(s.entries, func(e entry) bool { return !slices.Contains(obj.GetFinalizers(), e.name) })
 	s.mu.RUnlock()
-	if !missing && !deleting(obj) {
+	if !missing && !deleting(obj) && obj.GetResourceVersion() != "" {
 		return false, nil // the hot path: nothing to write
 	}
 	names := s.Names()

@@ -29,6 +29,7 @@ type CrossNamespaceError struct {
 	Owner, Object client.ObjectKey
 }
 
+// Error names both objects and suggests a link.
 func (e *CrossNamespaceError) Error() string {
 	return fmt.Sprintf("owner %q cannot own %q: owner references cannot cross namespaces (use a link)", e.Owner, e.Object)
 }
@@ -47,6 +48,7 @@ type ClusterScopedError struct {
 	Object string
 }
 
+// Error names both objects and suggests a link.
 func (e *ClusterScopedError) Error() string {
 	return fmt.Sprintf("namespaced owner %q cannot own cluster-scoped %q (use a link)", e.Owner, e.Object)
 }
@@ -65,6 +67,7 @@ type AlreadyOwnedError struct {
 	Owner  metav1.OwnerReference
 }
 
+// Error names the object and its current controller.
 func (e *AlreadyOwnedError) Error() string {
 	obj := client.ObjectKey{Namespace: e.Object.GetNamespace(), Name: e.Object.GetName()}
 	return fmt.Sprintf("%q is already controlled by %s %q", obj, e.Owner.Kind, e.Owner.Name)

@@ -32,17 +32,18 @@ var widgetKind = schema.GroupKind{Group: "testing.reconcilekit.io", Kind: "Widge
 func TestSetLinkRoundTrips(t *testing.T) {
 	scheme := testScheme(t)
 	tests := []struct {
-		name  string
-		owner client.Object
-		obj   client.Object
-		want  ownership.Link
+		name   string
+		owner  client.Object
+		obj    client.Object
+		want   ownership.Link
+		wantGK schema.GroupKind
 	}{
 		{"namespaced owner, child in another namespace", widget("a", "owner", "uid-1"), configMap("b", "child"),
-			ownership.Link{APIVersion: "testing.reconcilekit.io/v1", Kind: "Widget", Namespace: "a", Name: "owner", UID: "uid-1"}},
+			ownership.Link{APIVersion: "testing.reconcilekit.io/v1", Kind: "Widget", Namespace: "a", Name: "owner", UID: "uid-1"}, widgetKind},
 		{"namespaced owner, cluster-scoped child", widget("a", "owner", "uid-1"), clusterRole("child"),
-			ownership.Link{APIVersion: "testing.reconcilekit.io/v1", Kind: "Widget", Namespace: "a", Name: "owner", UID: "uid-1"}},
+			ownership.Link{APIVersion: "testing.reconcilekit.io/v1", Kind: "Widget", Namespace: "a", Name: "owner", UID: "uid-1"}, widgetKind},
 		{"core-group owner", &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "team", UID: "uid-ns"}}, clusterRole("child"),
-			ownership.Link{APIVersion: "v1", Kind: "Namespace", Name: "team", UID: "uid-ns"}},
+			ownership.Link{APIVersion: "v1", Kind: "Namespace", Name: "team", UID: "uid-ns"}, schema.GroupKind{Kind: "Namespace"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -55,6 +56,12 @@ func TestSetLinkRoundTrips(t *testing.T) {
 			}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("LinkOf (-want +got):\n%s", diff)
+			}
+			if got := tt.obj.GetLabels()[ownership.LinkLabel]; got != string(tt.want.UID) {
+				t.Errorf("label %s = %q, want the owner's UID %q", ownership.LinkLabel, got, tt.want.UID)
+			}
+			if got.GroupKind() != tt.wantGK {
+				t.Errorf("GroupKind = %v, want %v", got.GroupKind(), tt.wantGK)
 			}
 			if !ownership.IsLinkedTo(tt.obj, tt.owner) {
 				t.Errorf("IsLinkedTo = false")
