@@ -3,9 +3,7 @@ package status_test
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
-	"os"
 	"sync"
 	"testing"
 	"time"
@@ -28,30 +26,11 @@ import (
 var env testenv.Env
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if noAPIServerNeeded() {
-		// A control plane here (and in every fuzz worker) would only slow
-		// things down.
-		os.Exit(m.Run())
-	}
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
+		PureBenchmarks:    true,
 	})
-}
-
-// noAPIServerNeeded reports whether this process runs no test that needs
-// the API server: it runs "go test -fuzz" (coordinator or worker) or selects
-// no tests (-run '^$', as for benchmarks). The fuzz targets and benchmarks
-// are pure functions.
-func noAPIServerNeeded() bool {
-	value := func(name string) string {
-		if f := flag.Lookup(name); f != nil {
-			return f.Value.String()
-		}
-		return ""
-	}
-	return value("test.fuzz") != "" || value("test.fuzzworker") == "true" || value("test.run") == "^$"
 }
 
 // calls counts the requests a client sends, by method.

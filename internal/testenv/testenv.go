@@ -10,6 +10,7 @@
 package testenv
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"testing"
@@ -34,6 +35,10 @@ type Options struct {
 	// AddToScheme registers the test's own types; client-go's built-in types
 	// are always registered.
 	AddToScheme []func(*runtime.Scheme) error
+	// PureBenchmarks says that the package's benchmarks need no API server,
+	// so a run that selects no tests (-run '^$', as `go test -bench` runs
+	// are written) starts none.
+	PureBenchmarks bool
 }
 
 // Env is a running control plane. The zero value is "not started": its
@@ -59,6 +64,7 @@ const MissingAssetsMessage = "no kube-apiserver/etcd binaries: run `make test`, 
 	"(builds them from the Go module proxy, ~10 min once, then cached), or point KUBEBUILDER_ASSETS at setup-envtest's binaries"
 
 func run(m *testing.M, env *Env, opts Options) int {
+	flag.Parse()
 	env.Scheme = runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(env.Scheme); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv:", err)
@@ -69,6 +75,15 @@ func run(m *testing.M, env *Env, opts Options) int {
 			fmt.Fprintln(os.Stderr, "testenv:", err)
 			return 1
 		}
+	}
+
+	// A fuzzing run (its coordinator and each worker process runs TestMain)
+	// exercises pure functions: a control plane per process would only slow
+	// it down.
+	if lookup("test.fuzz") != "" || lookup("test.fuzzworker") == "true" ||
+		(opts.PureBenchmarks && lookup("test.run") == "^$") {
+		env.reason = "no API server started for a fuzzing or benchmark-only run"
+		return m.Run()
 	}
 
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
@@ -112,6 +127,13 @@ func run(m *testing.M, env *Env, opts Options) int {
 		}
 	}
 	return code
+}
+
+func lookup(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
 }
 
 // Require skips the test when no control plane is running (only possible
