@@ -90,7 +90,8 @@ func ValidateName(name string) error {
 // (built by hand from a name) is read from the server first.
 //
 // Ensure never adds a finalizer to an object being deleted: it returns
-// [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp.
+// [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp,
+// even if the finalizer is there: the caller belongs on its deletion path.
 // When the object no longer exists the error satisfies
 // apierrors.IsNotFound (so client.IgnoreNotFound drops it).
 func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
@@ -103,11 +104,11 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 		return false, err
 	}
 	return write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
-		if !deleting(obj) && slices.Contains(current, name) {
-			return nil, nil
-		}
 		if deleting(obj) {
 			return nil, fmt.Errorf("adding finalizer %q to %s: %w", name, describe(obj), ErrDeleting)
+		}
+		if slices.Contains(current, name) {
+			return nil, nil
 		}
 		return append(slices.Clip(current), name), nil
 	})

@@ -342,7 +342,7 @@ func TestInvalidNamesAreRejectedBeforeAnyRequest(t *testing.T) {
 // a requeue would; no call may report success for a write that did not
 // stick.
 func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
-	const iterations = 40
+	const iterations = 100
 	setup := env.Client(t)
 	w := newWidget(t, setup, env.Namespace(t), "w", keepFinalizer)
 
