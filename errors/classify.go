@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"reflect"
-	"regexp"
 	"syscall"
 	"time"
 
@@ -201,9 +200,25 @@ func fromStatus(st metav1.Status) verdict {
 	return v
 }
 
-// conditionReason is the pattern the API server enforces on
-// metav1.Condition.Reason.
-var conditionReason = regexp.MustCompile(`^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$`)
+// isConditionReason reports whether r matches the pattern the API server
+// enforces on metav1.Condition.Reason,
+// ^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$, without a regexp on the hot path.
+func isConditionReason(r string) bool {
+	if r == "" {
+		return false
+	}
+	letter := func(c byte) bool { return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' }
+	word := func(c byte) bool { return letter(c) || '0' <= c && c <= '9' || c == '_' }
+	if !letter(r[0]) || !word(r[len(r)-1]) {
+		return false
+	}
+	for i := 1; i < len(r)-1; i++ {
+		if c := r[i]; !word(c) && c != ',' && c != ':' {
+			return false
+		}
+	}
+	return true
+}
 
 // maxReasonLength bounds a reason taken from a server's status; the API
 // allows 1024 bytes but a reason is a word, not a message.
@@ -231,7 +246,7 @@ var reasonForCode = map[int32]string{
 // else the usual reason for the HTTP code, else "".
 func statusReason(st metav1.Status) string {
 	r := string(st.Reason)
-	if r != "" && len(r) <= maxReasonLength && conditionReason.MatchString(r) {
+	if len(r) <= maxReasonLength && isConditionReason(r) {
 		return r
 	}
 	return reasonForCode[st.Code]
