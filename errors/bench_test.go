@@ -66,3 +66,22 @@ func BenchmarkReason(b *testing.B) {
 		_ = errors.Reason(err)
 	}
 }
+
+// BenchmarkMessage measures Message on a typical webhook denial; the
+// baseline is err.Error() alone, the floor any message costs.
+func BenchmarkMessage(b *testing.B) {
+	err := fmt.Errorf("update widget: %w", errors.New(`admission webhook "validate.example.com" denied the request: `+
+		`request-id: 9f1c2b7a, object 0b6e2a3c-1f0e-4c1e-9a3b-2f8c1d4e5a6b at resourceVersion=48213 is locked until 2026-11-22T09:30:00Z`))
+	b.Run("Message", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = errors.Message(err)
+		}
+	})
+	b.Run("Error", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			_ = err.Error()
+		}
+	})
+}

@@ -51,27 +51,28 @@ const MaxMessageLength = 1024
 // volatile lists the parts of error texts that change between two attempts
 // of the same failing operation, with what replaces them. Order matters:
 // timestamps before bare numbers, UIDs before generic IDs.
+// Each pattern is tried only when its hint, a substring every match
+// contains, occurs in the lowercased text: most messages skip most patterns.
 var volatile = []struct {
+	hint string
 	re   *regexp.Regexp
 	with string
 }{
 	// RFC 3339 / Go time.Time.String timestamps, with optional fraction and zone.
-	{regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|\s?[+-]\d{2}:?\d{2})?(?:\s[A-Z]{2,5}\b)?`), "<time>"},
+	{"-", regexp.MustCompile(`\d{4}-\d{2}-\d{2}[T ]\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|\s?[+-]\d{2}:?\d{2})?(?:\s[A-Z]{2,5}\b)?`), "<time>"},
 	// Go monotonic clock readings from time.Time.String.
-	{regexp.MustCompile(`\bm=[+-]\d+\.\d+`), "m=<mono>"},
+	{"m=", regexp.MustCompile(`\bm=[+-]\d+\.\d+`), "m=<mono>"},
 	// UUIDs: object UIDs, request IDs, trace IDs.
-	{regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<uid>"},
+	{"-", regexp.MustCompile(`(?i)\b[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\b`), "<uid>"},
 	// resourceVersion=123, "resourceVersion":"123", resource version: 123.
-	{regexp.MustCompile(`(?i)(resource[ _-]?version"?\s*[:=]?\s*"?)\d+`), "${1}<rv>"},
+	{"version", regexp.MustCompile(`(?i)(resource[ _-]?version"?\s*[:=]?\s*"?)\d+`), "${1}<rv>"},
 	// request-id: abc123, traceID=..., X-Request-Id: ..., correlation id ...
-	{regexp.MustCompile(`(?i)((?:x-)?(?:request|trace|span|correlation|reconcile)[ _-]?id\b"?\s*[:=]?\s*"?)[A-Za-z0-9][A-Za-z0-9._:/+-]*`), "${1}<id>"},
+	{"id", regexp.MustCompile(`(?i)((?:x-)?(?:request|trace|span|correlation|reconcile)[ _-]?id\b"?\s*[:=]?\s*"?)[A-Za-z0-9][A-Za-z0-9._:/+-]*`), "${1}<id>"},
 	// The ephemeral local port of a connection ("10.0.0.1:54321->10.0.0.2:443").
-	{regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]):\d+->`), "${1}:<port>->"},
+	{"->", regexp.MustCompile(`(\d{1,3}(?:\.\d{1,3}){3}|\[[0-9A-Fa-f:.]+\]):\d+->`), "${1}:<port>->"},
 	// Memory addresses.
-	{regexp.MustCompile(`\b0x[0-9a-fA-F]{6,}\b`), "<addr>"},
+	{"0x", regexp.MustCompile(`\b0x[0-9a-fA-F]{6,}\b`), "<addr>"},
 }
-
-var space = regexp.MustCompile(`\s+`)
 
 // Message returns err's text in a form that is the same on every retry of
 // the same failure, for condition messages and events: timestamps, UIDs and
@@ -88,10 +89,13 @@ func Message(err error) string {
 	// fmt, unlike err.Error(), survives a nil receiver or a panicking Error.
 	s := strings.ToValidUTF8(fmt.Sprint(err), "\uFFFD")
 	s = strings.ReplaceAll(strings.TrimSpace(s), "\n", "; ")
+	lower := strings.ToLower(s)
 	for _, v := range volatile {
-		s = v.re.ReplaceAllString(s, v.with)
+		if strings.Contains(lower, v.hint) {
+			s = v.re.ReplaceAllString(s, v.with)
+		}
 	}
-	s = space.ReplaceAllString(s, " ")
+	s = strings.Join(strings.Fields(s), " ")
 	return truncate(s, MaxMessageLength)
 }
 

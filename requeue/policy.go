@@ -55,8 +55,9 @@ type Policy struct {
 	// exponential delays instead of errors. Nil (the default) returns
 	// transient errors to controller-runtime, whose workqueue backs off.
 	Backoff *Backoff
-	// Observe is called once for every outcome, for logging and metrics.
-	// Nil means [LogOutcome]; a custom Observe can call LogOutcome too.
+	// Observe is called once for every outcome, for logging and metrics,
+	// concurrently when the controller runs several workers. Nil means
+	// [LogOutcome]; a custom Observe can call LogOutcome too.
 	Observe func(context.Context, Outcome)
 }
 
