@@ -11,10 +11,14 @@ import (
 
 // Defaults of [Backoff].
 const (
-	DefaultBackoffBase   = time.Second
-	DefaultBackoffMax    = 5 * time.Minute
+	// DefaultBackoffBase is the first delay of a zero Base.
+	DefaultBackoffBase = time.Second
+	// DefaultBackoffMax is the cap of a zero Max.
+	DefaultBackoffMax = 5 * time.Minute
+	// DefaultBackoffJitter is the jitter fraction of a zero Jitter.
 	DefaultBackoffJitter = 0.2
-	DefaultBackoffKeys   = 10_000
+	// DefaultBackoffKeys is the number of requests a zero MaxKeys tracks.
+	DefaultBackoffKeys = 10_000
 )
 
 // Backoff tracks consecutive failures per request and hands out capped,

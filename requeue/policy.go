@@ -13,7 +13,13 @@ import (
 
 // Defaults of [Policy].
 const (
+	// DefaultConflictDelay is the requeue delay after a conflict when
+	// Policy.ConflictDelay is zero: long enough for the informer cache to
+	// receive the newer object, short enough to be invisible to users.
 	DefaultConflictDelay = 100 * time.Millisecond
+	// DefaultThrottleDelay is the requeue delay after throttling without a
+	// server-suggested delay when Policy.ThrottleDelay is zero, the same
+	// Retry-After that kube-apiserver's max-in-flight limit sends.
 	DefaultThrottleDelay = time.Second
 )
 
