@@ -11,19 +11,20 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/internal/testenv"
 )
 
-func benchWidget(b *testing.B) (client.Client, *requests, *testapi.Widget) {
+func benchWidget(b *testing.B) (client.Client, *testenv.Requests, *testapi.Widget) {
 	b.Helper()
 	base := fake.NewClientBuilder().WithScheme(env.Scheme).
 		WithObjects(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w",
 			Finalizers: []string{keepFinalizer, dnsFinalizer, bucketFinalizer}}}).Build()
-	c, reqs := withCounting(base)
+	c, reqs := testenv.WithCounting(base)
 	w := &testapi.Widget{}
 	if err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "w"}, w); err != nil {
 		b.Fatal(err)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 	return c, reqs, w
 }
 
@@ -37,7 +38,7 @@ func BenchmarkEnsureNoOp(b *testing.B) {
 			b.Fatal(changed, err)
 		}
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		b.Fatalf("requests on the no-op path: %v", got)
 	}
 }
@@ -57,7 +58,7 @@ func BenchmarkSetEnsureAllNoOp(b *testing.B) {
 			b.Fatal(changed, err)
 		}
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		b.Fatalf("requests on the no-op path: %v", got)
 	}
 }

@@ -48,13 +48,13 @@ func TestEnsurePersistsOnceThenMakesNoRequests(t *testing.T) {
 	c, reqs := countingClient(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	changed, err := finalizer.Ensure(ctx, c, w, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("first Ensure = (%v, %v), want (true, nil)", changed, err)
 	}
-	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests of the first Ensure (-want +got):\n%s", diff)
 	}
 	want := []string{keepFinalizer, fooFinalizer}
@@ -64,21 +64,21 @@ func TestEnsurePersistsOnceThenMakesNoRequests(t *testing.T) {
 	if diff := cmp.Diff(want, serverFinalizers(t, c, w)); diff != "" {
 		t.Errorf("server finalizers after Ensure (-want +got):\n%s", diff)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	// Repeated calls, on the returned object and on a fresh read, write nothing.
 	fresh := &testapi.Widget{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), fresh); err != nil {
 		t.Fatal(err)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 	for i, obj := range []*testapi.Widget{w, w, fresh} {
 		changed, err := finalizer.Ensure(ctx, c, obj, fooFinalizer)
 		if err != nil || changed {
 			t.Errorf("repeat %d: Ensure = (%v, %v), want (false, nil)", i, changed, err)
 		}
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("repeated Ensure sent requests %v, want none", got)
 	}
 }
@@ -87,26 +87,26 @@ func TestRemovePersistsOnceThenMakesNoRequests(t *testing.T) {
 	c, reqs := countingClient(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", fooFinalizer, keepFinalizer)
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("first Remove = (%v, %v), want (true, nil)", changed, err)
 	}
-	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests of the first Remove (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
 		t.Errorf("server finalizers after Remove (-want +got):\n%s", diff)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 	for i := range 3 {
 		changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
 		if err != nil || changed {
 			t.Errorf("repeat %d: Remove = (%v, %v), want (false, nil)", i, changed, err)
 		}
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("repeated Remove sent requests %v, want none", got)
 	}
 }
@@ -124,13 +124,13 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 	if _, err := finalizer.Ensure(ctx, c, b, barFinalizer); err != nil {
 		t.Fatalf("writer b: %v", err)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 	changed, err := finalizer.Ensure(ctx, c, a, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("stale writer a: Ensure = (%v, %v), want (true, nil)", changed, err)
 	}
 	// One rejected patch, one re-read, one accepted patch.
-	if diff := cmp.Diff(map[string]int{"patch": 2, "get": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch": 2, "get": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests of the stale writer (-want +got):\n%s", diff)
 	}
 	want := []string{keepFinalizer, barFinalizer, fooFinalizer}
@@ -184,7 +184,7 @@ func TestWithAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
 	if _, err := finalizer.Ensure(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader)); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(map[string]int{"get": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"get": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests through the API reader (-want +got):\n%s", diff)
 	}
 }
@@ -199,7 +199,7 @@ func TestEnsureOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), w); err != nil {
 		t.Fatal(err)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	for _, name := range []string{fooFinalizer, keepFinalizer} {
 		changed, err := finalizer.Ensure(ctx, c, w, name)
@@ -207,7 +207,7 @@ func TestEnsureOnObjectBeingDeletedAddsNothing(t *testing.T) {
 			t.Errorf("Ensure(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
 		}
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("Ensure on a deleting object sent requests %v, want none", got)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
@@ -223,7 +223,7 @@ func TestEnsureWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	if err := c.Delete(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	changed, err := finalizer.Ensure(ctx, c, read, fooFinalizer)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
@@ -232,7 +232,7 @@ func TestEnsureWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	if read.DeletionTimestamp.IsZero() {
 		t.Errorf("obj was not refreshed from the server: no deletionTimestamp")
 	}
-	if diff := cmp.Diff(map[string]int{"patch": 1, "get": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch": 1, "get": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
@@ -431,14 +431,14 @@ func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	ctx := t.Context()
 	ns := env.Namespace(t)
 	newWidget(t, c, ns, "w", keepFinalizer)
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	handBuilt := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
 	changed, err := finalizer.Ensure(ctx, c, handBuilt, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("Ensure = (%v, %v), want (true, nil)", changed, err)
 	}
-	if diff := cmp.Diff(map[string]int{"get": 1, "patch": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"get": 1, "patch": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer, fooFinalizer}, serverFinalizers(t, c, handBuilt)); diff != "" {

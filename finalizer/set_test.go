@@ -69,29 +69,29 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 		t.Errorf("Names (-want +got):\n%s", diff)
 	}
 
-	reqs.snapshot()
+	reqs.Snapshot()
 	changed, err := s.EnsureAll(ctx, c, w)
 	if err != nil || !changed {
 		t.Fatalf("EnsureAll = (%v, %v), want (true, nil)", changed, err)
 	}
-	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("EnsureAll adds all missing finalizers in one patch (-want +got):\n%s", diff)
 	}
 	want := []string{keepFinalizer, networkFinalizer, dnsFinalizer, bucketFinalizer}
 	if diff := cmp.Diff(want, serverFinalizers(t, c, w)); diff != "" {
 		t.Errorf("server finalizers after EnsureAll (-want +got):\n%s", diff)
 	}
-	reqs.snapshot()
+	reqs.Snapshot()
 	changed, err = s.EnsureAll(ctx, c, w)
 	if err != nil || changed {
 		t.Errorf("second EnsureAll = (%v, %v), want (false, nil)", changed, err)
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("second EnsureAll sent requests %v, want none", got)
 	}
 
 	deleted(t, c, w)
-	reqs.snapshot()
+	reqs.Snapshot()
 	res, err := s.Run(ctx, c, w)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
@@ -105,7 +105,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 	if !res.Done() {
 		t.Errorf("Done() = false, want true")
 	}
-	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("Run removes all finished finalizers in one patch (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
@@ -114,12 +114,12 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 
 	// Nothing left for the Set: a second Run is free and runs nothing.
 	rec.ran = nil
-	reqs.snapshot()
+	reqs.Snapshot()
 	res, err = s.Run(ctx, c, w)
 	if err != nil || !res.Done() || len(rec.ran) != 0 {
 		t.Errorf("second Run = (%+v, %v) ran %v, want done, nil, nothing ran", res, err, rec.ran)
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("second Run sent requests %v, want none", got)
 	}
 }
@@ -190,7 +190,7 @@ func TestRunOnObjectNotBeingDeletedRunsNothing(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", dnsFinalizer)
 	rec := &recorder{}
 	s := rec.set(t, dnsFinalizer)
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	_, err := s.Run(t.Context(), c, w)
 	if !errors.Is(err, finalizer.ErrNotDeleting) {
@@ -199,7 +199,7 @@ func TestRunOnObjectNotBeingDeletedRunsNothing(t *testing.T) {
 	if len(rec.ran) != 0 {
 		t.Errorf("cleanups ran on an object that is not being deleted: %v", rec.ran)
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("Run sent requests %v, want none", got)
 	}
 }
@@ -228,12 +228,12 @@ func TestEnsureAllOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	deleted(t, c, w)
 	rec := &recorder{}
-	reqs.snapshot()
+	reqs.Snapshot()
 	changed, err := rec.set(t, dnsFinalizer).EnsureAll(t.Context(), c, w)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
 		t.Errorf("EnsureAll = (%v, %v), want (false, ErrDeleting)", changed, err)
 	}
-	if got := reqs.snapshot(); len(got) != 0 {
+	if got := reqs.Snapshot(); len(got) != 0 {
 		t.Errorf("EnsureAll sent requests %v, want none", got)
 	}
 }

@@ -52,7 +52,7 @@ func TestPruneDeletesExactlyTheUndesiredChildren(t *testing.T) {
 	c, reqs := countingClient(t)
 	ns := env.Namespace(t)
 	owner, _ := family(t, c, ns)
-	reqs.snapshot()
+	reqs.Snapshot()
 
 	// Keep owned-1; everything else is "undesired", but only owned-2 is
 	// the owner's to delete.
@@ -63,7 +63,7 @@ func TestPruneDeletesExactlyTheUndesiredChildren(t *testing.T) {
 	if diff := cmp.Diff([]string{"owned-2"}, objectNames(deleted)); diff != "" {
 		t.Errorf("deleted (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int{"list": 1, "delete": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"list": 1, "delete": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	want := []string{"controlled-by-other", "owned-1", "plain-owner-ref", "unowned"}
@@ -72,12 +72,12 @@ func TestPruneDeletesExactlyTheUndesiredChildren(t *testing.T) {
 	}
 
 	// Nothing left to prune: no deletes.
-	reqs.snapshot()
+	reqs.Snapshot()
 	deleted, err = ownership.Prune(t.Context(), c, owner, &corev1.ConfigMapList{}, keepPrefix("owned-1"))
 	if err != nil || len(deleted) != 0 {
 		t.Errorf("second Prune = (%v, %v), want nothing deleted", objectNames(deleted), err)
 	}
-	if diff := cmp.Diff(map[string]int{"list": 1}, reqs.snapshot()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"list": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests of the second Prune (-want +got):\n%s", diff)
 	}
 }
