@@ -33,30 +33,8 @@ func TestMain(m *testing.M) {
 	})
 }
 
-// calls counts the requests a client sends, by method.
-type calls struct {
-	mu sync.Mutex
-	n  map[string]int
-}
-
-func (c *calls) add(method string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[method]++
-}
-
-func (c *calls) get() map[string]int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := map[string]int{}
-	for k, v := range c.n {
-		out[k] = v
-	}
-	return out
-}
+// calls counts the requests a client sends, by verb.
+type calls = testenv.Requests
 
 // countingClient returns a client to the test API server that records every
 // request it sends in n. get, when not nil, replaces reads (to simulate a
@@ -68,47 +46,14 @@ func countingClient(t *testing.T, n *calls, get func(ctx context.Context, c clie
 	if err != nil {
 		t.Fatal(err)
 	}
-	return interceptor.NewClient(c, interceptor.Funcs{
-		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
-			n.add("get")
-			if get != nil {
+	if get != nil {
+		c = interceptor.NewClient(c, interceptor.Funcs{
+			Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
 				return get(ctx, c, key, obj)
-			}
-			return c.Get(ctx, key, obj, opts...)
-		},
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			n.add("list")
-			return c.List(ctx, list, opts...)
-		},
-		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			n.add("create")
-			return c.Create(ctx, obj, opts...)
-		},
-		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			n.add("update")
-			return c.Update(ctx, obj, opts...)
-		},
-		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
-			n.add("patch")
-			return c.Patch(ctx, obj, p, opts...)
-		},
-		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			n.add("delete")
-			return c.Delete(ctx, obj, opts...)
-		},
-		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			n.add(sub + " update")
-			return c.SubResource(sub).Update(ctx, obj, opts...)
-		},
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
-			n.add(sub + " patch")
-			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
-		},
-		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			n.add(sub + " apply")
-			return c.SubResource(sub).Apply(ctx, obj, opts...)
-		},
-	})
+			},
+		})
+	}
+	return n.Wrap(c)
 }
 
 func newWidget(t *testing.T, c client.Client) *testapi.Widget {
@@ -156,7 +101,7 @@ func TestWriterWritesOnceThenNothingOnAnUnchangedReconcile(t *testing.T) {
 	if !reconcile() {
 		t.Fatal("first reconcile wrote nothing")
 	}
-	if diff := cmp.Diff(map[string]int{"status patch": 1}, n.get()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch/status": 1}, n.Counts()); diff != "" {
 		t.Errorf("requests of the first reconcile (-want +got):\n%s", diff)
 	}
 	got := read(t, api, created)
@@ -170,13 +115,13 @@ func TestWriterWritesOnceThenNothingOnAnUnchangedReconcile(t *testing.T) {
 
 	// Time passes; nothing else changes: no request at all.
 	clk.SetTime(t1Sub.Add(time.Hour))
-	before := n.get()
+	before := n.Counts()
 	for range 3 {
 		if reconcile() {
 			t.Error("an unchanged reconcile reported a write")
 		}
 	}
-	if diff := cmp.Diff(before, n.get()); diff != "" {
+	if diff := cmp.Diff(before, n.Counts()); diff != "" {
 		t.Errorf("unchanged reconciles sent requests (-before +after):\n%s", diff)
 	}
 }
@@ -236,7 +181,7 @@ func TestWriterKeepsConditionsOfAnotherFieldManager(t *testing.T) {
 	if diff := cmp.Diff(want, got.Status.Conditions, ignoreTimes); diff != "" {
 		t.Errorf("stored conditions (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(map[string]int{"status patch": 2}, n.get()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch/status": 2}, n.Counts()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 }
@@ -260,7 +205,7 @@ func TestWriterSurvivesAConflictFromAStaleObject(t *testing.T) {
 		t.Fatalf("write of a stale object: changed=%v err=%v, want true, nil", changed, err)
 	}
 	// One refused patch (409), one read, one accepted patch.
-	if diff := cmp.Diff(map[string]int{"status patch": 2, "get": 1}, n.get()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch/status": 2, "get": 1}, n.Counts()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	got := read(t, api, created)
@@ -316,8 +261,8 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 			if !apierrors.IsConflict(err) {
 				t.Fatalf("err = %v, want a Conflict", err)
 			}
-			want := map[string]int{"status patch": tt.wantPatches, "get": tt.wantPatches - 1}
-			if diff := cmp.Diff(want, n.get()); diff != "" {
+			want := map[string]int{"patch/status": tt.wantPatches, "get": tt.wantPatches - 1}
+			if diff := cmp.Diff(want, n.Counts()); diff != "" {
 				t.Errorf("requests (-want +got):\n%s", diff)
 			}
 		})
@@ -334,10 +279,10 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 		if err != nil || !changed {
 			t.Fatalf("changed=%v err=%v, want true, nil", changed, err)
 		}
-		if diff := cmp.Diff(map[string]int{"status patch": 2}, n.get()); diff != "" {
+		if diff := cmp.Diff(map[string]int{"patch/status": 2}, n.Counts()); diff != "" {
 			t.Errorf("requests through Client (-want +got):\n%s", diff)
 		}
-		if diff := cmp.Diff(map[string]int{"get": 1}, reads.get()); diff != "" {
+		if diff := cmp.Diff(map[string]int{"get": 1}, reads.Counts()); diff != "" {
 			t.Errorf("requests through APIReader (-want +got):\n%s", diff)
 		}
 		got := read(t, api, created)
@@ -504,7 +449,7 @@ func TestWriterStopsWhenTheServerAlreadyHoldsItsChanges(t *testing.T) {
 	if err != nil || changed {
 		t.Fatalf("changed=%v err=%v, want false, nil", changed, err)
 	}
-	if diff := cmp.Diff(map[string]int{"status patch": 1, "get": 1}, n.get()); diff != "" {
+	if diff := cmp.Diff(map[string]int{"patch/status": 1, "get": 1}, n.Counts()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
 	got := read(t, api, created)

@@ -14,13 +14,19 @@ type Requests struct {
 	reconciletest.Counter
 }
 
-// Snapshot returns the number of requests by verb ("get", "patch",
-// "patch/status", ...) since the last Snapshot, and starts again from zero.
-func (r *Requests) Snapshot() map[string]int {
+// Counts returns the number of requests by verb ("get", "patch",
+// "patch/status", ...) since the last Reset.
+func (r *Requests) Counts() map[string]int {
 	got := map[string]int{}
 	for _, req := range r.Requests() {
 		got[string(req.Verb)]++
 	}
+	return got
+}
+
+// Snapshot returns [Requests.Counts] and starts again from zero.
+func (r *Requests) Snapshot() map[string]int {
+	got := r.Counts()
 	r.Reset()
 	return got
 }
