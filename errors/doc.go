@@ -54,7 +54,7 @@
 //	                                                 anything else Transient
 //
 // A ServerTimeout whose RetryAfterSeconds is 0 stays transient. client-go
-// already retries 429 and 5xx responses that carry Retry-After a few times
+// already retries 429 and 5xx responses that carry Retry-After (up to 10 times by default)
 // before a reconciler sees them, so an error that arrives here has
 // outlasted those retries.
 //
