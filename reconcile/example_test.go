@@ -1,0 +1,121 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/reconcilekit/reconcilekit/reconcile"
+)
+
+func exampleDeployment(image string) *appsv1.Deployment {
+	labels := map[string]string{"app": "web"}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "web", Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{
+					{Name: "web", Image: image},
+					{Name: "sidecar", Image: "busybox:1.36"},
+				}},
+			},
+		},
+	}
+}
+
+// Diff ignores what the server defaulted and the order of keyed lists, and
+// explains what really drifted.
+func ExampleDiff() {
+	live := exampleDeployment("nginx:1.25")
+	live.ResourceVersion = "42"
+	live.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirst // server default
+	cs := live.Spec.Template.Spec.Containers
+	cs[0], cs[1] = cs[1], cs[0] // another order
+	for i := range cs {
+		cs[i].ImagePullPolicy = corev1.PullIfNotPresent // server default
+	}
+
+	same, _ := reconcile.Diff(exampleDeployment("nginx:1.25"), live)
+	fmt.Println("equal:", same.Equal)
+
+	changed, _ := reconcile.Diff(exampleDeployment("nginx:1.26"), live)
+	fmt.Println("equal:", changed.Equal)
+	fmt.Println("paths:", changed.Paths)
+	fmt.Print(changed.Report)
+	// Output:
+	// equal: true
+	// equal: false
+	// paths: [spec.template.spec.containers[name=web].image]
+	// spec.template.spec.containers[name=web].image:
+	//   string(
+	// - 	"nginx:1.25",
+	// + 	"nginx:1.26",
+	//   )
+}
+
+// Unstructured objects have no Go types to declare list keys: lists of
+// objects with a "name" match by name, others by a key given with ListKey.
+func ExampleDiff_unstructured() {
+	desired := &unstructured.Unstructured{Object: map[string]any{
+		"spec": map[string]any{"ports": []any{
+			map[string]any{"port": int64(80), "targetPort": int64(8080)},
+		}},
+	}}
+	live := &unstructured.Unstructured{Object: map[string]any{
+		"metadata": map[string]any{"resourceVersion": "7"},
+		"spec": map[string]any{"ports": []any{
+			map[string]any{"port": int64(443), "targetPort": int64(8443)},
+			map[string]any{"port": int64(80), "targetPort": int64(8081), "protocol": "TCP"},
+		}},
+	}}
+	c, err := reconcile.Diff(desired, live, reconcile.ListKey("spec.ports", "port"))
+	fmt.Println(c.Paths, err)
+	// Output:
+	// [spec.ports[port=80].targetPort] <nil>
+}
+
+// Ensure creates what is missing, writes nothing when nothing drifted, and
+// patches only the drifted fields otherwise.
+func ExampleEnsure() {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+
+	for _, image := range []string{"nginx:1.25", "nginx:1.25", "nginx:1.26"} {
+		out, err := reconcile.Ensure(ctx, c, exampleDeployment(image))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(out.Operation, out.Drift.Paths)
+	}
+	// Output:
+	// created []
+	// unchanged []
+	// updated [spec.template.spec.containers[name=web].image]
+}
+
+// EnsureMutate keeps the shape of controllerutil.CreateOrUpdate, but writes
+// only when the mutate function changed something the live object lacks.
+func ExampleEnsureMutate() {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+
+	for range 2 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}}
+		out, err := reconcile.EnsureMutate(ctx, c, cm, func() error {
+			cm.Data = map[string]string{"mode": "prod"}
+			return nil
+		})
+		fmt.Println(out.Operation, err)
+	}
+	// Output:
+	// created <nil>
+	// unchanged <nil>
+}

@@ -1,0 +1,115 @@
+package reconcile
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	clocktesting "k8s.io/utils/clock/testing"
+)
+
+func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	h := &HotLoopDetector{Threshold: 3, Window: time.Minute, Backoff: time.Hour, Clock: clk}
+	for i := range 2 {
+		if _, hold, _ := h.observe("k", 7); hold {
+			t.Fatalf("drift %d held back, want the first %d let through", i+1, 2)
+		}
+		clk.SetTime(clk.Now().Add(10 * time.Second))
+	}
+	until, hold, tripped := h.observe("k", 7)
+	if !hold || !tripped {
+		t.Fatalf("3rd same drift: hold=%v tripped=%v, want both", hold, tripped)
+	}
+	if want := clk.Now().Add(time.Hour); !until.Equal(want) {
+		t.Errorf("until = %v, want %v", until, want)
+	}
+	// Any drift of the object is held during the backoff, without tripping again.
+	if _, hold, tripped := h.observe("k", 8); !hold || tripped {
+		t.Errorf("during backoff: hold=%v tripped=%v, want held, not tripped again", hold, tripped)
+	}
+	clk.SetTime(until)
+	if _, hold, _ := h.observe("k", 7); hold {
+		t.Errorf("after backoff: held, want let through and counting anew")
+	}
+}
+
+func TestHotLoopDetectorIgnoresChangingDesiredAndSlowDrifts(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	h := &HotLoopDetector{Threshold: 2, Window: time.Minute, Clock: clk}
+	// A user editing desired: each drift has other desired values.
+	for fp := range uint64(5) {
+		if _, hold, _ := h.observe("a", fp); hold {
+			t.Fatalf("changing desired (fingerprint %d) held back", fp)
+		}
+	}
+	// The same drift, but further apart than the window.
+	for i := range 5 {
+		if _, hold, _ := h.observe("b", 1); hold {
+			t.Fatalf("slow drift %d held back", i)
+		}
+		clk.SetTime(clk.Now().Add(2 * time.Minute))
+	}
+}
+
+func TestHotLoopDetectorMemoryIsBounded(t *testing.T) {
+	h := &HotLoopDetector{MaxObjects: 3, Threshold: 2, Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
+	h.observe("keep", 1)
+	for i := range 100 {
+		h.observe(fmt.Sprint("obj", i), 1)
+		h.observe("keep", 9) // recently seen: never evicted
+	}
+	if n := len(h.entries); n != 3 || h.lru.Len() != 3 {
+		t.Errorf("%d entries, %d in LRU; want MaxObjects = 3", n, h.lru.Len())
+	}
+	if _, ok := h.entries["keep"]; !ok {
+		t.Errorf("the most recently seen object was evicted")
+	}
+}
+
+func TestHotLoopDetectorIsSafeForConcurrentUse(t *testing.T) {
+	h := &HotLoopDetector{Threshold: 4, Backoff: time.Hour, Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
+	const n = 64
+	var mu sync.Mutex
+	var held, tripped int
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			_, hd, tr := h.observe("same", 1)
+			h.observe(fmt.Sprint("other", i%7), uint64(i))
+			mu.Lock()
+			defer mu.Unlock()
+			if hd {
+				held++
+			}
+			if tr {
+				tripped++
+			}
+		})
+	}
+	wg.Wait()
+	if tripped != 1 || held != n-3 {
+		t.Errorf("tripped %d times, held %d of %d; want 1 trip and all but the first 3 held", tripped, held, n)
+	}
+}
+
+func TestHotLoopDetectorZeroValueUsesDefaults(t *testing.T) {
+	var h HotLoopDetector
+	for i := range DefaultHotLoopThreshold - 1 {
+		if _, hold, _ := h.observe("k", 1); hold {
+			t.Fatalf("drift %d held back before the default threshold", i+1)
+		}
+	}
+	until, hold, _ := h.observe("k", 1)
+	if !hold {
+		t.Fatalf("default threshold reached, not held")
+	}
+	if d := time.Until(until); d <= DefaultHotLoopBackoff-time.Minute || d > DefaultHotLoopBackoff {
+		t.Errorf("backoff %v, want about %v", d, DefaultHotLoopBackoff)
+	}
+	if got := (&HotLoopError{Object: "Widget ns/w", Paths: []string{"spec.x"}, Until: time.Unix(0, 0)}).Error(); got !=
+		`reconcile: hot loop on Widget ns/w: spec.x keep drifting back; not patching until 1970-01-01T00:00:00Z` {
+		t.Errorf("Error() = %q", got)
+	}
+}
