@@ -95,17 +95,17 @@ func Diff(desired, actual any, opts ...DiffOption) (Comparison, error) {
 }
 
 func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
-	d, a, unstr, err := operands(desired, actual)
+	ops, err := operands(desired, actual)
 	if err != nil {
 		return Comparison{}, err
 	}
 	var buf [128]byte
 	w := walker{cfg: cfg, track: cfg.hasRules(), path: buf[:0]}
-	if w.root(d, a, unstr) {
+	if w.root(&ops) {
 		return Comparison{Equal: true}, nil
 	}
 	w = walker{cfg: cfg, track: true, explain: true, path: buf[:0]}
-	if w.root(d, a, unstr) || len(w.drifts) == 0 {
+	if w.root(&ops) || len(w.drifts) == 0 {
 		// Deciding and explaining follow the same rules; reaching this
 		// means they disagree, which the fuzz tests guard against.
 		return Comparison{Equal: true}, nil
@@ -113,36 +113,43 @@ func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
 	return explain(cfg, w.drifts), nil
 }
 
-// operands normalizes the inputs: both reflect values of one type, or both
-// unstructured content.
-func operands(desired, actual any) (d, a any, unstr bool, err error) {
+// pair is the normalized inputs of a comparison: both reflect values of one
+// type, or both unstructured content.
+type pair struct {
+	unstr  bool
+	dv, av reflect.Value
+	dm, am map[string]any
+}
+
+// operands normalizes the inputs.
+func operands(desired, actual any) (pair, error) {
 	if desired == nil || actual == nil {
-		return nil, nil, false, fmt.Errorf("%w: desired and actual must not be nil", ErrNotComparable)
+		return pair{}, fmt.Errorf("%w: desired and actual must not be nil", ErrNotComparable)
 	}
 	du, dIsU := desired.(*unstructured.Unstructured)
 	au, aIsU := actual.(*unstructured.Unstructured)
 	if dIsU || aIsU {
 		dm, err := unstructuredContent(desired, du, dIsU)
 		if err != nil {
-			return nil, nil, false, err
+			return pair{}, err
 		}
 		am, err := unstructuredContent(actual, au, aIsU)
 		if err != nil {
-			return nil, nil, false, err
+			return pair{}, err
 		}
-		return dm, am, true, nil
+		return pair{unstr: true, dm: dm, am: am}, nil
 	}
 	dv, av := reflect.ValueOf(desired), reflect.ValueOf(actual)
 	if dv.Type() != av.Type() {
-		return nil, nil, false, fmt.Errorf("%w: desired is %s, actual is %s", ErrNotComparable, dv.Type(), av.Type())
+		return pair{}, fmt.Errorf("%w: desired is %s, actual is %s", ErrNotComparable, dv.Type(), av.Type())
 	}
 	for dv.Kind() == reflect.Pointer {
 		if dv.IsNil() || av.IsNil() {
-			return nil, nil, false, fmt.Errorf("%w: nil %s", ErrNotComparable, dv.Type())
+			return pair{}, fmt.Errorf("%w: nil %s", ErrNotComparable, dv.Type())
 		}
 		dv, av = dv.Elem(), av.Elem()
 	}
-	return dv, av, false, nil
+	return pair{dv: dv, av: av}, nil
 }
 
 func unstructuredContent(obj any, u *unstructured.Unstructured, isU bool) (map[string]any, error) {
@@ -166,11 +173,11 @@ func unstructuredContent(obj any, u *unstructured.Unstructured, isU bool) (map[s
 }
 
 // root walks the top of the object.
-func (w *walker) root(d, a any, unstr bool) bool {
-	if unstr {
-		return w.uobject(d.(map[string]any), a.(map[string]any))
+func (w *walker) root(p *pair) bool {
+	if p.unstr {
+		return w.uobject(p.dm, p.am)
 	}
-	dv, av := d.(reflect.Value), a.(reflect.Value)
+	dv, av := p.dv, p.av
 	if dv.Kind() == reflect.Struct {
 		if _, isObject := infoFor(dv.Type()).byName["metadata"]; isObject {
 			return w.structValue(dv, av, modeRoot, false)

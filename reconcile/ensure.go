@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"reflect"
 
@@ -240,12 +239,12 @@ func patchDrift(ctx context.Context, c client.Client, cfg *ensureConfig, target,
 // overlay writes desired's drifted fields into merged, a copy of the live
 // object, so a patch from live to merged carries exactly the drift.
 func overlay(cfg *diffConfig, desired, merged client.Object) error {
-	d, a, unstr, err := operands(desired.DeepCopyObject(), merged)
+	p, err := operands(desired.DeepCopyObject(), merged)
 	if err != nil {
 		return err
 	}
 	w := walker{cfg: cfg, track: true, explain: true, overlay: true}
-	w.root(d, a, unstr)
+	w.root(&p)
 	return nil
 }
 
@@ -280,11 +279,4 @@ func setController(owner, obj client.Object, scheme *runtime.Scheme) error {
 		return fmt.Errorf("reconcile: set controller of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
-}
-
-// errAs is errors.As for a target type, as a value.
-func errAs[T error](err error) (T, bool) {
-	var t T
-	ok := errors.As(err, &t)
-	return t, ok
 }

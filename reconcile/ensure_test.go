@@ -523,3 +523,18 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 		t.Errorf("after backoff: %q, %v; want updated", out.Operation, err)
 	}
 }
+
+func TestEnsureAppliedDefaultsTheFieldManager(t *testing.T) {
+	c, _ := countingClient(t)
+	cm := configMapIn(env.Namespace(t))
+	if _, err := reconcile.EnsureApplied(t.Context(), c, cm); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, mf := range cm.GetManagedFields() {
+		managers = append(managers, mf.Manager+"/"+string(mf.Operation))
+	}
+	if diff := cmp.Diff([]string{reconcile.DefaultFieldManager + "/Apply"}, managers); diff != "" {
+		t.Errorf("field managers (-want +got):\n%s", diff)
+	}
+}
