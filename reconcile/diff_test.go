@@ -367,6 +367,19 @@ func TestDiffUnstructured(t *testing.T) {
 			wantPaths: []string{"data.b"},
 		},
 		{
+			name:    "an owned empty map equals an absent one",
+			desired: map[string]any{"data": map[string]any{}},
+			actual:  map[string]any{"kind": "ConfigMap"},
+			opts:    []reconcile.DiffOption{reconcile.OwnMap("data")},
+		},
+		{
+			name:      "an owned empty map is drift against keys",
+			desired:   map[string]any{"data": map[string]any{}},
+			actual:    map[string]any{"data": map[string]any{"x": "1"}},
+			opts:      []reconcile.DiffOption{reconcile.OwnMap("data")},
+			wantPaths: []string{"data.x"},
+		},
+		{
 			name:    "status ignored by default in unstructured",
 			desired: map[string]any{"status": map[string]any{"phase": "Done"}},
 			actual:  map[string]any{"status": map[string]any{"phase": "Running"}},

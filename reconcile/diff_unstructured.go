@@ -105,7 +105,9 @@ func (w *walker) uentry(d, a map[string]any, k string, dv any, quantity bool) bo
 	}
 	av, found := a[k]
 	if !found {
-		if isEmptyContainer(dv) && !w.owned(dv) {
+		if isEmptyContainer(dv) {
+			// Nothing required; an owned empty map or list is "no
+			// entries", which an absent one satisfies.
 			return true
 		}
 		if w.udiffers(dv, nil, true, false) {
@@ -131,16 +133,6 @@ func isEmptyContainer(v any) bool {
 		return len(v) == 0
 	case []any:
 		return len(v) == 0
-	}
-	return false
-}
-
-func (w *walker) owned(v any) bool {
-	switch v.(type) {
-	case map[string]any:
-		return len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path)
-	case []any:
-		return len(w.cfg.ownList) > 0 && anyMatch(w.cfg.ownList, w.path)
 	}
 	return false
 }

@@ -2,12 +2,15 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/client-go/tools/record"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -118,4 +121,41 @@ func ExampleEnsureMutate() {
 	// Output:
 	// created <nil>
 	// unchanged <nil>
+}
+
+// A HotLoopDetector stops Ensure from fighting another writer that keeps
+// reverting a field, and says so in a Warning event.
+func ExampleHotLoopDetector() {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+	recorder := record.NewFakeRecorder(1)
+	detector := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, LegacyRecorder: recorder}
+	desired := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
+			Data:       map[string]string{"mode": "prod"},
+		}
+	}
+	if _, err := reconcile.Ensure(ctx, c, desired(), reconcile.DetectHotLoops(detector)); err != nil {
+		fmt.Println(err)
+		return
+	}
+	for range 3 {
+		// Another writer reverts the field...
+		theirs := desired()
+		theirs.Data["mode"] = "debug"
+		if err := c.Update(ctx, theirs); err != nil {
+			fmt.Println(err)
+			return
+		}
+		// ...and the reconciler puts it back, until it notices the loop.
+		out, err := reconcile.Ensure(ctx, c, desired(), reconcile.DetectHotLoops(detector))
+		fmt.Println(out.Operation, errors.Is(err, reconcile.ErrHotLoop))
+	}
+	fmt.Println(<-recorder.Events)
+	// Output:
+	// updated false
+	// updated false
+	// unchanged true
+	// Warning HotLoop data[mode] drifted back 3 times within 1m0s: another controller or a mutating webhook reverts them; not patching for 5m0s
 }
