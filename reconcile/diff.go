@@ -79,7 +79,11 @@ func (c Comparison) String() string {
 // set; a list is matched by "name" when every desired element is an object
 // with a "name" (or by the key given with [ListKey]) and is one value
 // otherwise; values of maps named limits, requests, hard, capacity,
-// allocatable or overhead, and fields named sizeLimit, compare as quantities.
+// allocatable or overhead, and fields named sizeLimit, compare as quantities;
+// and since fields and map keys look alike without Go types, keys that are
+// identifiers are written as fields in paths ("data.mode" where the typed
+// form says "data[mode]"), others in brackets ("metadata.labels[app.kubernetes.io/name]").
+// Path options must use the form of the content they apply to.
 //
 // Deciding allocates little and does not use go-cmp; only when there is drift
 // does Diff walk again to collect paths and explain them with go-cmp.

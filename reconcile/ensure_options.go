@@ -52,7 +52,8 @@ func Owner(owner client.Object) EnsureOption {
 // OptimisticLock makes patches carry the live object's resourceVersion, so a
 // patch fails with a Conflict when someone else wrote the object between the
 // read and the write. Without it the patch touches only the drifted fields,
-// which is usually safe without a lock.
+// which is usually safe without a lock. [EnsureApplied] ignores it:
+// server-side apply detects conflicting writers per field.
 func OptimisticLock() EnsureOption {
 	return ensureOptionFunc(func(c *ensureConfig) { c.optimisticLock = true })
 }

@@ -538,3 +538,31 @@ func TestEnsureAppliedDefaultsTheFieldManager(t *testing.T) {
 		t.Errorf("field managers (-want +got):\n%s", diff)
 	}
 }
+
+func TestEnsureWritesAsTheFieldManager(t *testing.T) {
+	c, _ := countingClient(t)
+	ctx := t.Context()
+	ns := env.Namespace(t)
+	managers := func(o client.Object) []string {
+		var out []string
+		for _, mf := range o.GetManagedFields() {
+			out = append(out, mf.Manager+"/"+string(mf.Operation))
+		}
+		return out
+	}
+	cm := configMapIn(ns)
+	if _, err := reconcile.Ensure(ctx, c, cm, reconcile.FieldManager("creator")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"creator/Update"}, managers(cm)); diff != "" {
+		t.Errorf("managers after create (-want +got):\n%s", diff)
+	}
+	changed := configMapIn(ns).(*corev1.ConfigMap)
+	changed.Data["mode"] = "staging"
+	if _, err := reconcile.Ensure(ctx, c, changed, reconcile.FieldManager("patcher")); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"creator/Update", "patcher/Update"}, managers(changed)); diff != "" {
+		t.Errorf("managers after patch (-want +got):\n%s", diff)
+	}
+}
