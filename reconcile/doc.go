@@ -1,5 +1,6 @@
 // Package reconcile compares desired objects with live ones, writes only the
-// drift, and explains itself.
+// drift, and explains itself; its [Loop] composes every reconcilekit package
+// into a ready reconciler.
 //
 // A reconciler that compares with reflect.DeepEqual, or that calls
 // controllerutil.CreateOrUpdate with a mutate function, never converges
@@ -37,8 +38,21 @@
 //
 // # Controller references
 //
-// Until the ownership package lands, [Owner] sets the controller reference
-// with controller-runtime's controllerutil.SetControllerReference.
+// [Owner] sets the controller reference with the ownership package's
+// SetController: the same references as controller-runtime's
+// controllerutil.SetControllerReference, with typed errors (a
+// cross-namespace or cluster-scoped mismatch is permanent).
+//
+// # The composed loop
+//
+// [Loop] is an optional, complete reconcile.Reconciler built from the other
+// packages: fetch (gone means done), run finalizers on deletion, keep them on
+// the object otherwise, call the user's Sync, set Ready / Reconciling /
+// Stalled and observedGeneration from its outcome (see [Progress]), write the
+// status subresource only when it changed, record an event on each summary
+// transition, and return what requeue.Policy makes of Sync's result and
+// error. A new reconciler is then only its Sync function; the At example
+// (examples/at) is written that way.
 //
 // # Performance
 //

@@ -12,7 +12,8 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
-	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
 // Operation says what Ensure did. Its values complete the sentence
@@ -272,10 +273,11 @@ func builtIn(gvk schema.GroupVersionKind) bool {
 	return clientgoscheme.Scheme.Recognizes(gvk)
 }
 
-// setController sets owner as the controller of obj. It is the one place
-// that will move to the ownership package once that package lands.
+// setController sets owner as the controller of obj, with the typed errors
+// of package ownership (a cross-namespace or cluster-scoped mismatch is
+// permanent; another controller is matched by *ownership.AlreadyOwnedError).
 func setController(owner, obj client.Object, scheme *runtime.Scheme) error {
-	if err := controllerutil.SetControllerReference(owner, obj, scheme); err != nil {
+	if err := ownership.SetController(owner, obj, scheme); err != nil {
 		return fmt.Errorf("reconcile: set controller of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
