@@ -12,6 +12,8 @@ GENERATED := internal/testapi examples/at/api examples/at/config/crd
 # (about 10 minutes on 2 cores), reusing them afterwards. An existing
 # KUBEBUILDER_ASSETS is honoured and nothing is built.
 ENVTEST_ASSETS = $(GO) run ./internal/cmd/envtest-assets
+# kwok plays the kubelet in the At demo (envtest has none).
+KWOK_VERSION := v0.8.0
 
 .PHONY: test
 test: verify-generate ## Obtain envtest assets, vet, check formatting, run every test with -race.
@@ -27,12 +29,8 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, run every
 
 .PHONY: demo
 demo: ## Run the At operator's demo against an embedded control plane.
-	@if [ -d examples/at/cmd/demo ]; then \
-		assets="$$($(ENVTEST_ASSETS))"; \
-		KUBEBUILDER_ASSETS="$$assets" $(GO) run ./examples/at/cmd/demo; \
-	else \
-		echo "The At operator demo is not built yet (see examples/at)."; \
-	fi
+	@assets="$$($(ENVTEST_ASSETS) -kwok $(KWOK_VERSION))"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) run ./examples/at/cmd/demo $(DEMOFLAGS)
 
 .PHONY: assets
 assets: ## Build (or find) the envtest binaries and print their directory.

@@ -8,8 +8,8 @@ import (
 )
 
 // Predicate lets through every event that matters to finalizers: each
-// update where deletion began (the deletionTimestamp was set) or the
-// finalizers changed, and all create, delete and generic events. Other
+// update where deletion began (the deletionTimestamp was set) or a
+// finalizer was removed, and all create, delete and generic events. Other
 // updates are dropped.
 //
 // Add it with predicate.Or next to a filter that may hide deletion, such as
@@ -27,7 +27,9 @@ import (
 // Secret: always 0) never get a bump, and controller-runtime's fake client
 // bumps nothing, so there the update is dropped and cleanup never starts.
 // Predicate makes the outcome the same everywhere. It also lets through the
-// removal of a finalizer by someone else, so [Set.EnsureAll] can put it back.
+// removal of a finalizer by someone else, so [Set.EnsureAll] can put it back;
+// the addition of one (usually the reconciler's own EnsureAll) is dropped, as
+// it needs no reconcile.
 func Predicate() predicate.Funcs {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
@@ -37,7 +39,18 @@ func Predicate() predicate.Funcs {
 			if e.ObjectOld.GetDeletionTimestamp().IsZero() && !e.ObjectNew.GetDeletionTimestamp().IsZero() {
 				return true
 			}
-			return !slices.Equal(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
+			return lostFinalizer(e.ObjectOld.GetFinalizers(), e.ObjectNew.GetFinalizers())
 		},
 	}
+}
+
+// lostFinalizer reports whether a finalizer of old is missing from new.
+// Additions (our own EnsureAll, most often) are not worth a reconcile.
+func lostFinalizer(old, new []string) bool {
+	for _, f := range old {
+		if !slices.Contains(new, f) {
+			return true
+		}
+	}
+	return false
 }

@@ -41,7 +41,8 @@ func TestPredicateUpdate(t *testing.T) {
 		want     bool
 	}{
 		{"deletion begins", widget(nil), widget(func(w *testapi.Widget) { w.DeletionTimestamp = &now }), true},
-		{"finalizer added", widget(nil), widget(func(w *testapi.Widget) { w.Finalizers = append(w.Finalizers, keepFinalizer) }), true},
+		{"finalizer added (our own EnsureAll: no reconcile needed)", widget(nil), widget(func(w *testapi.Widget) { w.Finalizers = append(w.Finalizers, keepFinalizer) }), false},
+		{"one of two finalizers removed", widget(func(w *testapi.Widget) { w.Finalizers = append(w.Finalizers, keepFinalizer) }), widget(nil), true},
 		{"finalizer removed by someone else", widget(nil), widget(func(w *testapi.Widget) { w.Finalizers = nil }), true},
 		{"label change only", widget(nil), widget(func(w *testapi.Widget) { w.Labels = map[string]string{"a": "b"} }), false},
 		{"status change while already deleting", widget(func(w *testapi.Widget) { w.DeletionTimestamp = &now }),

@@ -13,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -48,8 +49,12 @@ type Env struct {
 	Config *rest.Config
 	// Scheme knows client-go's types and those added through Options.
 	Scheme *runtime.Scheme
+	// Assets is the directory of the control-plane binaries (and kubectl,
+	// when it holds one).
+	Assets string
 
 	reason string
+	te     *envtest.Environment
 }
 
 // Main starts envtest, fills env, runs the package's tests, stops envtest and
@@ -119,6 +124,8 @@ func run(m *testing.M, env *Env, opts Options) int {
 	// make them slow without proving anything.
 	cfg.QPS, cfg.Burst = 500, 1000
 	env.Config = cfg
+	env.Assets = assets
+	env.te = te
 	code := m.Run()
 	if err := te.Stop(); err != nil {
 		fmt.Fprintln(os.Stderr, "testenv: stopping envtest:", err)
@@ -173,4 +180,41 @@ func (e *Env) Namespace(t testing.TB) string {
 		t.Fatalf("testenv: create namespace: %v", err)
 	}
 	return ns.Name
+}
+
+// Kubeconfig writes a kubeconfig for a cluster-admin user of the control
+// plane into the test's temporary directory and returns its path, for real
+// clients such as kubectl.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	e.Require(t)
+	user, err := e.te.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("testenv: add user: %v", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("testenv: kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Kubectl returns the path of the kubectl binary among the assets. It fails
+// the test in CI when there is none, and skips it elsewhere.
+func (e *Env) Kubectl(t testing.TB) string {
+	t.Helper()
+	e.Require(t)
+	path := filepath.Join(e.Assets, "kubectl")
+	if !envtestassets.Complete(e.Assets, "kubectl") {
+		msg := "no kubectl in " + e.Assets + ": run `make test`, which builds it"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return path
 }

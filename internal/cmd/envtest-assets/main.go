@@ -1,5 +1,5 @@
-// Command envtest-assets obtains the kube-apiserver and etcd binaries that
-// controller-runtime's envtest needs, using nothing but the Go module proxy,
+// Command envtest-assets obtains the kube-apiserver, etcd and kubectl
+// binaries that controller-runtime's envtest uses, using nothing but the Go module proxy,
 // and prints the directory that holds them (suitable for KUBEBUILDER_ASSETS).
 //
 // setup-envtest downloads prebuilt binaries from a bucket that many CI systems
@@ -64,12 +64,19 @@ func main() {
 	defer stop()
 
 	if existing := os.Getenv("KUBEBUILDER_ASSETS"); existing != "" {
-		if envtestassets.Complete(existing, "kube-apiserver", "etcd") {
+		need := []string{"kube-apiserver", "etcd"}
+		if *kcm {
+			need = append(need, "kube-controller-manager")
+		}
+		if *kwok != "" {
+			need = append(need, "kwok")
+		}
+		if envtestassets.Complete(existing, need...) {
 			log("using KUBEBUILDER_ASSETS=%s; nothing to build", existing)
 			fmt.Println(existing)
 			return
 		}
-		log("KUBEBUILDER_ASSETS=%s lacks kube-apiserver or etcd; building our own", existing)
+		log("KUBEBUILDER_ASSETS=%s lacks one of %v; building our own", existing, need)
 	}
 
 	out, err := run(ctx, *kube, *etcd, *dir, *kcm, *kwok, log)
@@ -118,6 +125,10 @@ func run(ctx context.Context, kube, etcd, dir string, kcm bool, kwok string, log
 			ldflags: "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=reconcilekit"},
 		{name: "kube-apiserver", mod: kubeMod, pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: ldflags,
 			hint: "a cold build takes about 10 minutes on 2 cores"},
+		// envtest's standard asset set includes kubectl; the At example's
+		// tests use it as a real client (kubectl wait).
+		{name: "kubectl", mod: kubeMod, pkg: "k8s.io/kubernetes/cmd/kubectl", ldflags: ldflags,
+			hint: "a few minutes after kube-apiserver"},
 	}
 	if kcm {
 		targets = append(targets, target{name: "kube-controller-manager", mod: kubeMod,

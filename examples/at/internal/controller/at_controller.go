@@ -167,7 +167,10 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (ctrl.Result, erro
 	logger.Info("pod ensured", "pod", pod.Name, "operation", outcome.Operation)
 	at.Status.Phase = atv1.PhaseRunning
 	at.Status.PodName = pod.Name
-	return ctrl.Result{}, nil // the Pod's next change wakes us
+	// The Pod may have existed already (this At was read from a stale cache
+	// after an earlier reconcile created it) and even have finished: look
+	// at it now, because no further Pod event may come to wake us.
+	return r.observePod(ctx, at)
 }
 
 // observePod moves a RUNNING At to DONE when its Pod has finished.

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"os/exec"
 	"strings"
 	"sync"
 	"testing"
@@ -260,6 +261,15 @@ func TestAtRunsItsCommandOnceAtTheScheduleAndEndsDoneReady(t *testing.T) {
 		t.Errorf("kstatus = %s (%s), want Current", res.Status, res.Message)
 	}
 
+	// kubectl, a real client, waits for Ready and gets it.
+	kubectl := env.Kubectl(t)
+	kubeconfig := env.Kubeconfig(t)
+	out, err := exec.CommandContext(t.Context(), kubectl, "--kubeconfig", kubeconfig, "-n", ns,
+		"wait", "--for=condition=Ready", "at/"+done.Name, "--timeout=30s").CombinedOutput()
+	if err != nil {
+		t.Errorf("kubectl wait --for=condition=Ready: %v: %s", err, out)
+	}
+
 	// Events on transitions: one per summary change, none repeated.
 	seen := map[string]int{}
 	for _, e := range events(t, c, done) {
@@ -301,6 +311,12 @@ func TestAtWithAFailingCommandEndsDoneFailedAndStalled(t *testing.T) {
 	}
 	if status.IsTrue(done, status.TypeReady) {
 		t.Errorf("failed At is Ready")
+	}
+	// kubectl wait does not mistake a failed At for a Ready one.
+	out, err := exec.CommandContext(t.Context(), env.Kubectl(t), "--kubeconfig", env.Kubeconfig(t), "-n", ns,
+		"wait", "--for=condition=Ready", "at/"+done.Name, "--timeout=1s").CombinedOutput()
+	if err == nil {
+		t.Errorf("kubectl wait --for=condition=Ready succeeded on a failed At: %s", out)
 	}
 }
 
