@@ -210,7 +210,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		return policy.Result(ctx, req, res, err)
 	}
 	if after := summarize(obj); after != before {
-		l.recordTransition(obj, after)
+		l.recordTransition(obj, after, err != nil)
 	}
 	return policy.Result(ctx, req, res, err)
 }
@@ -230,9 +230,9 @@ func summarize(obj status.Getter) summary {
 	return summary{}
 }
 
-func (l *Loop[T]) recordTransition(obj T, s summary) {
+func (l *Loop[T]) recordTransition(obj T, s summary, failed bool) {
 	eventType := corev1.EventTypeNormal
-	if s.typ == status.TypeStalled {
+	if failed || s.typ == status.TypeStalled {
 		eventType = corev1.EventTypeWarning
 	}
 	note := s.message

@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -300,5 +302,46 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	}
 	if warnings != 1 {
 		t.Errorf("warning events = %d, want exactly 1 for the one transition to Stalled", warnings)
+	}
+}
+
+func TestLoopRecordsOneEventPerTransitionNotPerRetry(t *testing.T) {
+	f, c := newLoopFixture(t)
+	rec := events.NewFakeRecorder(32)
+	f.loop.Recorder = rec
+	req := createWidget(t, c, env.Namespace(t), "e")
+
+	drain := func() []string {
+		var got []string
+		for {
+			select {
+			case e := <-rec.Events:
+				got = append(got, e)
+			default:
+				return got
+			}
+		}
+	}
+	reconciletest.Converge(t, f.loop, req, reconciletest.WithCounter(&f.counter))
+	if got := drain(); len(got) != 1 || !strings.HasPrefix(got[0], "Normal Succeeded") {
+		t.Errorf("events after becoming Ready = %q, want one Normal Succeeded", got)
+	}
+
+	f.failWith(apierrors.NewServiceUnavailable("etcd is down"))
+	for range 3 {
+		if _, err := f.loop.Reconcile(t.Context(), req); err == nil {
+			t.Fatal("want the transient error back")
+		}
+	}
+	if got := drain(); len(got) != 1 || !strings.HasPrefix(got[0], "Warning ServiceUnavailable") {
+		t.Errorf("events after 3 identical transient failures = %q, want one Warning ServiceUnavailable", got)
+	}
+
+	f.failWith(nil)
+	if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if got := drain(); len(got) != 1 || !strings.HasPrefix(got[0], "Normal Succeeded") {
+		t.Errorf("events after recovering = %q, want one Normal Succeeded", got)
 	}
 }
