@@ -1,0 +1,654 @@
+package bench_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/metrics"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench/classic"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+)
+
+// atLabel is the label both controllers put on an At's Pod: the At's name.
+const atLabel = classic.AtLabel
+
+// kind selects one of the two controllers under test.
+type kind string
+
+const (
+	classicAt kind = "classic"
+	libraryAt kind = "reconcilekit"
+)
+
+// controllerName is the name under which controller-runtime counts the
+// controller's reconciles.
+func (k kind) controllerName() string {
+	if k == classicAt {
+		return classic.Name
+	}
+	return "at"
+}
+
+// managerMu serialises the managers of this package: reconcile counts come
+// from controller-runtime's process-wide metrics, by controller name.
+var managerMu sync.Mutex
+
+// lockManagers holds managerMu until the test or benchmark ends.
+func lockManagers(tb testing.TB) {
+	managerMu.Lock()
+	tb.Cleanup(managerMu.Unlock)
+}
+
+// wiring is how a controller's clients are wrapped.
+type wiring struct {
+	// counter counts every request of the controller's client.
+	counter *reconciletest.Counter
+	// faults, when set, fails some writes of the controller's client.
+	faults *reconciletest.FaultInjector
+	// readFaults, when set, fails some reads of the library controller's
+	// API reader (its uncached reads).
+	readFaults *reconciletest.FaultInjector
+	// creates records the Pods the API server accepted.
+	creates *createLog
+	// lostResponses, when set, loses the response of that fraction of
+	// successful Pod creates: the Pod exists, the controller sees a timeout.
+	lostResponses *lossyCreates
+}
+
+// running is a controller running under its own manager.
+type running struct {
+	stop func()
+}
+
+// startController runs one controller under a new manager whose cache sees
+// only namespace ns. A panic in a reconcile is not recovered: it crashes
+// the test binary instead of hiding in a log.
+func startController(tb testing.TB, k kind, ns string, w wiring) *running {
+	tb.Helper()
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:  env.Scheme,
+		Metrics: metricsserver.Options{BindAddress: "0"},
+		Cache:   cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		Controller: config.Controller{
+			SkipNameValidation: ptr.To(true),
+			RecoverPanic:       ptr.To(false),
+		},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var c client.WithWatch = withWatch{mgr.GetClient()}
+	if w.creates != nil {
+		c = w.creates.wrap(c)
+	}
+	if w.lostResponses != nil {
+		c = w.lostResponses.wrap(c)
+	}
+	if w.faults != nil {
+		c = w.faults.Wrap(c)
+	}
+	if w.counter != nil {
+		c = w.counter.Wrap(c)
+	}
+	switch k {
+	case classicAt:
+		err = (&classic.Reconciler{Client: c, Scheme: mgr.GetScheme()}).SetupWithManager(mgr)
+	default:
+		var reader client.Reader = mgr.GetAPIReader()
+		if w.readFaults != nil {
+			api, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			reader = w.readFaults.Wrap(api)
+		}
+		err = controller.SetupWithManager(mgr, controller.Options{Client: c, APIReader: reader})
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	var once sync.Once
+	r := &running{}
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				tb.Errorf("manager of the %s controller: %v", k, err)
+			}
+		})
+	}
+	tb.Cleanup(r.stop)
+	return r
+}
+
+// withWatch lets a manager's client go through interceptor.NewClient; the
+// controllers never watch through it.
+type withWatch struct{ client.Client }
+
+func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, errors.New("bench: watch through a controller's client")
+}
+
+// createLog records when the API server accepted each Pod, by the At it
+// belongs to (its atLabel).
+type createLog struct {
+	mu    sync.Mutex
+	times map[string][]time.Time
+}
+
+func (l *createLog) wrap(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			if pod, ok := obj.(*corev1.Pod); ok && err == nil {
+				now := time.Now()
+				l.mu.Lock()
+				if l.times == nil {
+					l.times = map[string][]time.Time{}
+				}
+				l.times[pod.Labels[atLabel]] = append(l.times[pod.Labels[atLabel]], now)
+				l.mu.Unlock()
+			}
+			return err
+		},
+	})
+}
+
+// byAt returns a copy of the creation times by At name.
+func (l *createLog) byAt() map[string][]time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make(map[string][]time.Time, len(l.times))
+	for k, v := range l.times {
+		out[k] = append([]time.Time(nil), v...)
+	}
+	return out
+}
+
+// lossyCreates makes some successful Pod creates look failed to the
+// caller, as when a response is lost after the server stored the object:
+// the controller must find the Pod instead of creating a second one.
+type lossyCreates struct {
+	mu   sync.Mutex
+	next func() float64
+	rate float64
+	lost atomic.Int64
+}
+
+func (l *lossyCreates) wrap(c client.WithWatch) client.WithWatch {
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			if _, ok := obj.(*corev1.Pod); !ok || err != nil {
+				return err
+			}
+			l.mu.Lock()
+			lose := l.next() < l.rate
+			l.mu.Unlock()
+			if lose {
+				l.lost.Add(1)
+				return apierrors.NewTimeoutError("bench: response lost after the pod was stored", 1)
+			}
+			return nil
+		},
+	})
+}
+
+// reconciles returns how many reconciles controller-runtime has counted for
+// the named controller in this process.
+func reconciles(tb testing.TB, name string) float64 {
+	tb.Helper()
+	families, err := crmetrics.Registry.Gather()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	var total float64
+	for _, f := range families {
+		if f.GetName() != "controller_runtime_reconcile_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label(m, "controller") == name {
+				total += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return total
+}
+
+func label(m *dto.Metric, name string) string {
+	for _, l := range m.GetLabel() {
+		if l.GetName() == name {
+			return l.GetValue()
+		}
+	}
+	return ""
+}
+
+// watchLoop lists and then watches the objects of list in namespace ns
+// until ctx ends, calling handle for each object seen (listed, added or
+// modified) and for deletions with deleted=true. It re-lists when a watch
+// ends.
+func watchLoop(ctx context.Context, c client.WithWatch, ns string, list client.ObjectList, handle func(obj client.Object, deleted bool)) {
+	for ctx.Err() == nil {
+		l := list.DeepCopyObject().(client.ObjectList)
+		if err := c.List(ctx, l, client.InNamespace(ns)); err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		items, err := metaItems(l)
+		if err != nil {
+			panic(err) // a programming error in the harness
+		}
+		for _, o := range items {
+			handle(o, false)
+		}
+		w, err := c.Watch(ctx, list.DeepCopyObject().(client.ObjectList), client.InNamespace(ns),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: l.GetResourceVersion()}})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			obj, ok := ev.Object.(client.Object)
+			if !ok {
+				continue // a watch error: re-list
+			}
+			switch ev.Type {
+			case watch.Added, watch.Modified:
+				handle(obj, false)
+			case watch.Deleted:
+				handle(obj, true)
+			}
+		}
+		w.Stop()
+	}
+}
+
+func metaItems(l client.ObjectList) ([]client.Object, error) {
+	switch l := l.(type) {
+	case *corev1.PodList:
+		out := make([]client.Object, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	case *atv1.AtList:
+		out := make([]client.Object, len(l.Items))
+		for i := range l.Items {
+			out[i] = &l.Items[i]
+		}
+		return out, nil
+	}
+	return nil, fmt.Errorf("bench: cannot list %T", l)
+}
+
+// kubelet completes the Pods of one namespace as a kubelet would once their
+// command exits: status.phase Succeeded with a terminated container status.
+// It also counts every distinct Pod it ever sees per At, so that a second
+// Pod for an At is caught even if it is deleted again.
+type kubelet struct {
+	c client.Client
+	// delay is how long a Pod "runs" before it completes.
+	delay time.Duration
+
+	mu   sync.Mutex
+	held map[string]bool               // At names whose Pods are not completed
+	pods map[string]map[types.UID]bool // At name -> Pods seen
+	busy map[types.UID]bool            // Pods being completed
+	work chan seenPod
+}
+
+// seenPod is a Pod to complete and when the kubelet first saw it.
+type seenPod struct {
+	pod  *corev1.Pod
+	seen time.Time
+}
+
+// startKubelet runs a kubelet for namespace ns until the test ends.
+func startKubelet(tb testing.TB, ns string, delay time.Duration) *kubelet {
+	tb.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	k := &kubelet{c: wc, delay: delay, held: map[string]bool{}, pods: map[string]map[types.UID]bool{},
+		busy: map[types.UID]bool{}, work: make(chan seenPod, 4096)}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	for range 6 {
+		wg.Go(func() { k.worker(ctx) })
+	}
+	wg.Go(func() {
+		watchLoop(ctx, wc, ns, &corev1.PodList{}, func(obj client.Object, deleted bool) {
+			pod := obj.(*corev1.Pod)
+			k.observe(pod, deleted)
+		})
+	})
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	return k
+}
+
+func (k *kubelet) observe(pod *corev1.Pod, deleted bool) {
+	at := pod.Labels[atLabel]
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.pods[at] == nil {
+		k.pods[at] = map[types.UID]bool{}
+	}
+	k.pods[at][pod.UID] = true
+	if deleted || pod.DeletionTimestamp != nil || finished(pod) || k.busy[pod.UID] || k.held[at] {
+		return
+	}
+	k.busy[pod.UID] = true
+	k.work <- seenPod{pod: pod, seen: time.Now()}
+}
+
+func finished(pod *corev1.Pod) bool {
+	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
+}
+
+func (k *kubelet) worker(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case w := <-k.work:
+			pod := w.pod
+			if wait := time.Until(w.seen.Add(k.delay)); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+			k.complete(ctx, pod)
+			k.mu.Lock()
+			delete(k.busy, pod.UID)
+			k.mu.Unlock()
+		}
+	}
+}
+
+// complete sets the Pod Succeeded, retrying on conflicts.
+func (k *kubelet) complete(ctx context.Context, pod *corev1.Pod) {
+	for ctx.Err() == nil {
+		now := metav1.Now()
+		pod.Status.Phase = corev1.PodSucceeded
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
+			Name: "command", Image: pod.Spec.Containers[0].Image,
+			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
+		}}
+		err := k.c.Status().Update(ctx, pod)
+		switch {
+		case err == nil, apierrors.IsNotFound(err):
+			return
+		case apierrors.IsConflict(err):
+			fresh := &corev1.Pod{}
+			if err := k.c.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
+				return
+			}
+			if finished(fresh) || fresh.DeletionTimestamp != nil {
+				return
+			}
+			pod = fresh
+		default:
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+}
+
+// hold stops the kubelet from completing the Pods of the At; release lets
+// it complete them.
+func (k *kubelet) hold(at string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.held[at] = true
+}
+
+func (k *kubelet) release(ctx context.Context, at string) {
+	k.mu.Lock()
+	delete(k.held, at)
+	k.mu.Unlock()
+	var pods corev1.PodList
+	if err := k.c.List(ctx, &pods, client.MatchingLabels{atLabel: at}); err == nil {
+		for i := range pods.Items {
+			k.observe(&pods.Items[i], false)
+		}
+	}
+}
+
+// podsSeen returns how many distinct Pods the kubelet has seen per At.
+func (k *kubelet) podsSeen() map[string]int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	out := map[string]int{}
+	for at, uids := range k.pods {
+		out[at] = len(uids)
+	}
+	return out
+}
+
+// tracker records when each At of a namespace was first seen DONE and when
+// it was last seen, from a watch.
+type tracker struct {
+	c  client.Client
+	ns string
+
+	mu      sync.Mutex
+	done    map[string]time.Time
+	present map[string]bool
+}
+
+func startTracker(tb testing.TB, ns string) *tracker {
+	tb.Helper()
+	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tr := &tracker{c: wc, ns: ns, done: map[string]time.Time{}, present: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		watchLoop(ctx, wc, ns, &atv1.AtList{}, func(obj client.Object, deleted bool) {
+			at := obj.(*atv1.At)
+			now := time.Now()
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			tr.present[at.Name] = !deleted
+			if at.Status.Phase == atv1.PhaseDone {
+				if _, ok := tr.done[at.Name]; !ok {
+					tr.done[at.Name] = now
+				}
+			}
+		})
+	})
+	tb.Cleanup(func() { cancel(); wg.Wait() })
+	return tr
+}
+
+// waitDone waits until n Ats are DONE and returns when the last became
+// DONE.
+func (tr *tracker) waitDone(tb testing.TB, n int, timeout time.Duration) time.Time {
+	tb.Helper()
+	var last time.Time
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		if len(tr.done) < n {
+			return false, nil
+		}
+		for _, t := range tr.done {
+			if t.After(last) {
+				last = t
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		tr.mu.Lock()
+		got := len(tr.done)
+		tr.mu.Unlock()
+		tb.Fatalf("%d of %d Ats DONE after %s\n%s", got, n, timeout, tr.describe())
+	}
+	return last
+}
+
+// describe lists the Ats and Pods of the tracker's namespace, for a test
+// that failed.
+func (tr *tracker) describe() string {
+	var b strings.Builder
+	ctx := context.Background()
+	var ats atv1.AtList
+	if err := tr.c.List(ctx, &ats, client.InNamespace(tr.ns)); err != nil {
+		return err.Error()
+	}
+	for _, at := range ats.Items {
+		fmt.Fprintf(&b, "At %s: phase=%q pod=%q finalizers=%v generation=%d deleting=%v conditions=%v\n", at.Name, at.Status.Phase,
+			at.Status.PodName, at.Finalizers, at.Generation, at.DeletionTimestamp != nil, at.Status.Conditions)
+	}
+	var pods corev1.PodList
+	if err := tr.c.List(ctx, &pods, client.InNamespace(tr.ns)); err != nil {
+		return err.Error()
+	}
+	for _, p := range pods.Items {
+		fmt.Fprintf(&b, "Pod %s: at=%s phase=%q deleting=%v\n", p.Name, p.Labels[atLabel], p.Status.Phase, p.DeletionTimestamp != nil)
+	}
+	return b.String()
+}
+
+// waitGone waits until no At is present.
+func (tr *tracker) waitGone(tb testing.TB, timeout time.Duration) {
+	tb.Helper()
+	left := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		tr.mu.Lock()
+		defer tr.mu.Unlock()
+		left = 0
+		for _, p := range tr.present {
+			if p {
+				left++
+			}
+		}
+		return left == 0, nil
+	})
+	if err != nil {
+		tb.Fatalf("%d Ats still present after %s\n%s", left, timeout, tr.describe())
+	}
+}
+
+// heapSampler records the peak of live heap objects while it runs.
+type heapSampler struct {
+	base uint64
+	peak atomic.Uint64
+	stop func()
+}
+
+const heapMetric = "/memory/classes/heap/objects:bytes"
+
+func heapNow() uint64 {
+	s := []metrics.Sample{{Name: heapMetric}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+// startHeapSampler collects garbage, takes the live heap as a base and
+// samples it every 10 ms until stopped.
+func startHeapSampler() *heapSampler {
+	runtime.GC()
+	h := &heapSampler{base: heapNow()}
+	h.peak.Store(h.base)
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(10 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				if v := heapNow(); v > h.peak.Load() {
+					h.peak.Store(v)
+				}
+			}
+		}
+	})
+	h.stop = func() { cancel(); wg.Wait() }
+	return h
+}
+
+// growth is the peak above the base, in bytes.
+func (h *heapSampler) growth() uint64 {
+	h.stop()
+	return h.peak.Load() - min(h.base, h.peak.Load())
+}
+
+func newAt(ns, name string, schedule time.Time) *atv1.At {
+	return &atv1.At{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name},
+		Spec:       atv1.AtSpec{Schedule: schedule.UTC().Format(time.RFC3339Nano), Command: "echo hello"},
+	}
+}
+
+// createAll creates the Ats with a few concurrent clients.
+func createAll(tb testing.TB, c client.Client, ats []*atv1.At) {
+	tb.Helper()
+	work := make(chan *atv1.At)
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for range 8 {
+		wg.Go(func() {
+			for at := range work {
+				if err := c.Create(context.Background(), at); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	for _, at := range ats {
+		work <- at
+	}
+	close(work)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		tb.Fatalf("creating Ats: %v", *err)
+	}
+}
+
+// deleteAll deletes the Ats of namespace ns.
+func deleteAll(tb testing.TB, c client.Client, ns string) {
+	tb.Helper()
+	if err := c.DeleteAllOf(context.Background(), &atv1.At{}, client.InNamespace(ns)); err != nil {
+		tb.Fatal(err)
+	}
+}

@@ -1,0 +1,173 @@
+package bench
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Distribution summarizes a set of durations.
+type Distribution struct {
+	// N is the number of samples.
+	N int
+	// P50, P99 and Max are the median, the 99th percentile (nearest rank)
+	// and the largest sample; all zero when N is 0.
+	P50, P99, Max time.Duration
+}
+
+// Summarize returns the distribution of samples. It does not modify
+// samples.
+func Summarize(samples []time.Duration) Distribution {
+	if len(samples) == 0 {
+		return Distribution{}
+	}
+	s := slices.Clone(samples)
+	slices.Sort(s)
+	return Distribution{N: len(s), P50: rank(s, 0.50), P99: rank(s, 0.99), Max: s[len(s)-1]}
+}
+
+// rank is the nearest-rank percentile of sorted samples.
+func rank(sorted []time.Duration, p float64) time.Duration {
+	i := int(math.Ceil(p*float64(len(sorted)))) - 1
+	return sorted[max(i, 0)]
+}
+
+// Row is one line of a [Table]: a metric measured on both controllers.
+type Row struct {
+	// Metric names what was measured, with its unit ("writes per At").
+	Metric string
+	// Baseline and Ours are the two measurements.
+	Baseline, Ours float64
+	// Format prints a value; nil prints it with up to two decimals.
+	Format func(float64) string
+}
+
+// Table is a side-by-side comparison of two controllers.
+type Table struct {
+	// Baseline and Ours are the column headings.
+	Baseline, Ours string
+	// Rows are printed in order.
+	Rows []Row
+}
+
+// Add appends a row.
+func (t *Table) Add(metric string, baseline, ours float64, format func(float64) string) {
+	t.Rows = append(t.Rows, Row{Metric: metric, Baseline: baseline, Ours: ours, Format: format})
+}
+
+// Markdown renders the table with a ratio column, ours / baseline: below 1
+// means ours is smaller. The ratio is "–" when it is undefined (both zero)
+// and "∞" when only the baseline is zero.
+func (t *Table) Markdown() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "| metric | %s | %s | ratio (%s / %s) |\n|---|---:|---:|---:|\n",
+		cell(t.Baseline), cell(t.Ours), cell(t.Ours), cell(t.Baseline))
+	for _, r := range t.Rows {
+		f := r.Format
+		if f == nil {
+			f = Number
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(r.Metric), f(r.Baseline), f(r.Ours), Ratio(r.Ours, r.Baseline))
+	}
+	return b.String()
+}
+
+func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
+
+// Ratio formats a / b with two decimals, "–" for 0 / 0 and "∞" for x / 0.
+func Ratio(a, b float64) string {
+	switch {
+	case b == 0 && a == 0:
+		return "–"
+	case b == 0:
+		return "∞"
+	}
+	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
+// Number formats v with up to two decimals and no trailing zeros.
+func Number(v float64) string {
+	s := strconv.FormatFloat(v, 'f', 2, 64)
+	s = strings.TrimRight(s, "0")
+	return strings.TrimSuffix(s, ".")
+}
+
+// Millis formats a number of seconds as milliseconds ("1234 ms").
+func Millis(seconds float64) string {
+	return strconv.FormatFloat(seconds*1000, 'f', 0, 64) + " ms"
+}
+
+// MiB formats a number of bytes as mebibytes ("12.3 MiB").
+func MiB(bytes float64) string {
+	return strconv.FormatFloat(bytes/(1<<20), 'f', 1, 64) + " MiB"
+}
+
+// GoBench is one result line of `go test -bench` output.
+type GoBench struct {
+	// Name is the benchmark's name without the -GOMAXPROCS suffix
+	// ("BenchmarkCompareEqual/typed").
+	Name string
+	// Iterations is how many times the benchmark ran.
+	Iterations int64
+	// Metrics maps a unit ("ns/op", "B/op", "allocs/op", or a custom one)
+	// to its value.
+	Metrics map[string]float64
+}
+
+// ErrMalformedBench is wrapped by the error [ParseGoBench] returns for a
+// line that starts like a benchmark result but is not one.
+var ErrMalformedBench = errors.New("bench: malformed benchmark line")
+
+// ParseGoBench reads `go test -bench` output and returns its result lines in
+// order; other lines (goos, pkg, PASS, logs) are skipped. A result line
+// whose values cannot be read gives an error wrapping [ErrMalformedBench]
+// that names the line.
+func ParseGoBench(r io.Reader) ([]GoBench, error) {
+	var out []GoBench
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 2 || !strings.HasPrefix(fields[0], "Benchmark") {
+			continue
+		}
+		iters, err := strconv.ParseInt(fields[1], 10, 64)
+		if err != nil {
+			continue // a log line that starts with a benchmark's name
+		}
+		if len(fields)%2 != 0 || len(fields) < 4 {
+			return nil, fmt.Errorf("%w: line %d: %q: want name, iterations and value/unit pairs", ErrMalformedBench, n, sc.Text())
+		}
+		res := GoBench{Name: trimProcs(fields[0]), Iterations: iters, Metrics: map[string]float64{}}
+		for i := 2; i < len(fields); i += 2 {
+			v, err := strconv.ParseFloat(fields[i], 64)
+			if err != nil || math.IsNaN(v) {
+				return nil, fmt.Errorf("%w: line %d: value %q of %s is not a number", ErrMalformedBench, n, fields[i], fields[i+1])
+			}
+			res.Metrics[fields[i+1]] = v
+		}
+		out = append(out, res)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("bench: reading benchmark output: %w", err)
+	}
+	return out, nil
+}
+
+// trimProcs drops the -GOMAXPROCS suffix go test adds to a name.
+func trimProcs(name string) string {
+	i := strings.LastIndexByte(name, '-')
+	if i < 0 {
+		return name
+	}
+	if _, err := strconv.Atoi(name[i+1:]); err != nil {
+		return name
+	}
+	return name[:i]
+}

@@ -1,0 +1,163 @@
+package bench_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+)
+
+func ms(v ...int) []time.Duration {
+	out := make([]time.Duration, len(v))
+	for i, x := range v {
+		out[i] = time.Duration(x) * time.Millisecond
+	}
+	return out
+}
+
+func TestSummarizeTakesNearestRankPercentiles(t *testing.T) {
+	hundred := make([]int, 100)
+	for i := range hundred {
+		hundred[i] = 100 - i // 100..1, unsorted
+	}
+	tests := []struct {
+		name    string
+		samples []time.Duration
+		want    bench.Distribution
+	}{
+		{name: "no samples", samples: nil, want: bench.Distribution{}},
+		{name: "one sample", samples: ms(7), want: bench.Distribution{N: 1, P50: 7 * time.Millisecond, P99: 7 * time.Millisecond, Max: 7 * time.Millisecond}},
+		{name: "two samples", samples: ms(9, 1), want: bench.Distribution{N: 2, P50: time.Millisecond, P99: 9 * time.Millisecond, Max: 9 * time.Millisecond}},
+		{name: "1 to 100 ms", samples: ms(hundred...), want: bench.Distribution{N: 100, P50: 50 * time.Millisecond, P99: 99 * time.Millisecond, Max: 100 * time.Millisecond}},
+		{name: "negative delays count", samples: ms(-5, 3, 1), want: bench.Distribution{N: 3, P50: time.Millisecond, P99: 3 * time.Millisecond, Max: 3 * time.Millisecond}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := append([]time.Duration(nil), tt.samples...)
+			if diff := cmp.Diff(tt.want, bench.Summarize(tt.samples)); diff != "" {
+				t.Errorf("Summarize (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(before, tt.samples); diff != "" {
+				t.Errorf("Summarize modified its input (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRatioHandlesZeroes(t *testing.T) {
+	tests := []struct {
+		a, b float64
+		want string
+	}{
+		{a: 0, b: 0, want: "–"},
+		{a: 3, b: 0, want: "∞"},
+		{a: 0, b: 4, want: "0.00"},
+		{a: 1, b: 3, want: "0.33"},
+		{a: 5, b: 4, want: "1.25"},
+	}
+	for _, tt := range tests {
+		if got := bench.Ratio(tt.a, tt.b); got != tt.want {
+			t.Errorf("Ratio(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestFormatters(t *testing.T) {
+	tests := []struct {
+		got, want string
+	}{
+		{bench.Number(4), "4"},
+		{bench.Number(5.75), "5.75"},
+		{bench.Number(0.1), "0.1"},
+		{bench.Number(0), "0"},
+		{bench.Number(1.004), "1"},
+		{bench.Millis(1.2346), "1235 ms"},
+		{bench.MiB(3 << 20), "3.0 MiB"},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("got %q, want %q", tt.got, tt.want)
+		}
+	}
+}
+
+func TestTableMarkdownEscapesPipesAndUsesEachRowsFormat(t *testing.T) {
+	tab := bench.Table{Baseline: "old", Ours: "new|er"}
+	tab.Add("writes | per At", 4, 5, nil)
+	tab.Add("time", 2, 1, bench.Millis)
+	want := "| metric | old | new\\|er | ratio (new\\|er / old) |\n" +
+		"|---|---:|---:|---:|\n" +
+		"| writes \\| per At | 4 | 5 | 1.25 |\n" +
+		"| time | 2000 ms | 1000 ms | 0.50 |\n"
+	if diff := cmp.Diff(want, tab.Markdown()); diff != "" {
+		t.Errorf("Markdown (-want +got):\n%s", diff)
+	}
+}
+
+const sampleBench = `goos: linux
+goarch: amd64
+pkg: github.com/reconcilekit/reconcilekit/reconcile
+cpu: Intel(R) Xeon(R) Processor
+BenchmarkCompareEqual-2                     	   12345	     95012 ns/op	   40123 B/op	     812 allocs/op
+BenchmarkCompareChangedImage/reconcile.Diff-2         	    9000	    120000 ns/op	   50000 B/op	     900 allocs/op
+BenchmarkCompareChangedImage/reflect.DeepEqual-2      	  100000	     10500.5 ns/op	       0 B/op	       0 allocs/op
+BenchmarkCustom 10 3.5 writes/At
+BenchmarkLogLine is not a result
+PASS
+ok  	github.com/reconcilekit/reconcilekit/reconcile	12.3s
+`
+
+func TestParseGoBenchReadsResultLinesOnly(t *testing.T) {
+	got, err := bench.ParseGoBench(strings.NewReader(sampleBench))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bench.GoBench{
+		{Name: "BenchmarkCompareEqual", Iterations: 12345, Metrics: map[string]float64{"ns/op": 95012, "B/op": 40123, "allocs/op": 812}},
+		{Name: "BenchmarkCompareChangedImage/reconcile.Diff", Iterations: 9000, Metrics: map[string]float64{"ns/op": 120000, "B/op": 50000, "allocs/op": 900}},
+		{Name: "BenchmarkCompareChangedImage/reflect.DeepEqual", Iterations: 100000, Metrics: map[string]float64{"ns/op": 10500.5, "B/op": 0, "allocs/op": 0}},
+		{Name: "BenchmarkCustom", Iterations: 10, Metrics: map[string]float64{"writes/At": 3.5}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("ParseGoBench (-want +got):\n%s", diff)
+	}
+}
+
+func TestParseGoBenchRejectsMalformedResults(t *testing.T) {
+	for _, line := range []string{
+		"BenchmarkX-2 100 12 ns/op 7",
+		"BenchmarkX-2 100 twelve ns/op",
+		"BenchmarkX-2 100 NaN ns/op",
+		"BenchmarkX-2 100",
+	} {
+		_, err := bench.ParseGoBench(strings.NewReader("goos: linux\n" + line + "\n"))
+		if !errors.Is(err, bench.ErrMalformedBench) {
+			t.Errorf("ParseGoBench(%q) error = %v, want ErrMalformedBench", line, err)
+		}
+	}
+}
+
+func FuzzParseGoBench(f *testing.F) {
+	f.Add(sampleBench)
+	f.Add("BenchmarkX-2 1 1 ns/op\n")
+	f.Add("BenchmarkX-a 1 1 ns/op 2 B/op\n")
+	f.Add("Benchmark 0 -1e309 x\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		results, err := bench.ParseGoBench(strings.NewReader(out))
+		if err != nil {
+			if !errors.Is(err, bench.ErrMalformedBench) {
+				t.Fatalf("error %v does not wrap ErrMalformedBench", err)
+			}
+			return
+		}
+		for _, r := range results {
+			if !strings.HasPrefix(r.Name, "Benchmark") || len(r.Metrics) == 0 {
+				t.Fatalf("result %+v: want a Benchmark name and at least one metric", r)
+			}
+		}
+	})
+}
