@@ -32,6 +32,23 @@ demo: ## Run the At operator's demo against an embedded control plane.
 	@assets="$$($(ENVTEST_ASSETS) -kwok $(KWOK_VERSION))"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) run ./examples/at/cmd/demo $(DEMOFLAGS)
 
+# make bench: the At operator against the classic controller at full size
+# (BENCH_ATS per scenario, the spread scenario over BENCH_SPREAD), with the
+# diff engine's micro-benchmarks folded in; prints the table and writes
+# BENCHMARKS.md. Takes several minutes; not part of make test, which runs
+# the same harness at 20 Ats.
+BENCH_ATS ?= 1000
+BENCH_SPREAD ?= 1m
+
+.PHONY: bench
+bench: ## Measure the At operator against the classic controller and write BENCHMARKS.md.
+	@assets="$$($(ENVTEST_ASSETS))"; \
+	out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./reconcile/ | tee "$$out"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench BenchmarkAtVsClassic -benchtime=1x -timeout 60m ./examples/at/bench/ \
+		-args -at.n=$(BENCH_ATS) -at.spread=$(BENCH_SPREAD) -at.report="$(CURDIR)/BENCHMARKS.md" -at.diffbench="$$out" \
+		-at.command="make bench BENCH_ATS=$(BENCH_ATS) BENCH_SPREAD=$(BENCH_SPREAD)"
+
 .PHONY: assets
 assets: ## Build (or find) the envtest binaries and print their directory.
 	@$(ENVTEST_ASSETS)

@@ -5,9 +5,8 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"runtime"
-	"runtime/debug"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -75,7 +74,11 @@ func renderReport(b *testing.B, cmp comparison, table string, diff []bench.GoBen
 	var r bytes.Buffer
 	fmt.Fprintf(&r, "# Benchmarks\n\n")
 	fmt.Fprintf(&r, "Measured %s by `%s` (the `bench` target of the Makefile), on a real kube-apiserver and etcd (envtest).\n", started.Format("2006-01-02 15:04 UTC"), *commandLine)
-	fmt.Fprintf(&r, "Regenerate with the same command; the figures below are the last run's, not targets.\n\n")
+	fmt.Fprintf(&r, "Regenerate with the same command; the figures below are the last run's, not targets. It runs:\n\n")
+	fmt.Fprintf(&r, "```sh\ngo test -run '^$' -bench . -benchmem ./reconcile/ > reconcile.bench\n"+
+		"go test -run '^$' -bench BenchmarkAtVsClassic -benchtime=1x -timeout 60m ./examples/at/bench/ \\\n"+
+		"  -args -at.n=%d -at.spread=%s -at.report=BENCHMARKS.md -at.diffbench=reconcile.bench\n```\n\n", cmp.n, cmp.spread)
+	fmt.Fprintf(&r, "with KUBEBUILDER_ASSETS pointing at the cached kube-apiserver and etcd, no -race, at commit %s.\n\n", vcsRevision())
 	fmt.Fprintf(&r, "## Machine and versions\n\n")
 	fmt.Fprintf(&r, "| | |\n|---|---|\n")
 	fmt.Fprintf(&r, "| CPU | %s, %d logical CPUs, GOMAXPROCS %d |\n", cpuModel(), runtime.NumCPU(), runtime.GOMAXPROCS(0))
@@ -163,6 +166,16 @@ func diffTable(results []bench.GoBench) string {
 	return b.String()
 }
 
+// vcsRevision is the commit checked out in the repository, from git; test
+// binaries carry no VCS stamp.
+func vcsRevision() string {
+	out, err := exec.Command("git", "rev-parse", "--short=12", "HEAD").Output()
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(out))
+}
+
 func cpuModel() string {
 	data, err := os.ReadFile("/proc/cpuinfo")
 	if err != nil {
@@ -200,14 +213,18 @@ func serverVersion(b *testing.B) string {
 	return v.GitVersion
 }
 
+// moduleVersion is the version of a module required by the repository's
+// go.mod (test binaries carry no dependency list).
 func moduleVersion(path string) string {
-	info, ok := debug.ReadBuildInfo()
-	if !ok {
+	data, err := os.ReadFile("../../../go.mod")
+	if err != nil {
 		return "unknown"
 	}
-	i := slices.IndexFunc(info.Deps, func(m *debug.Module) bool { return m.Path == path })
-	if i < 0 {
-		return "unknown"
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(strings.TrimPrefix(strings.TrimSpace(line), "require "))
+		if len(f) >= 2 && f[0] == path {
+			return f[1]
+		}
 	}
-	return info.Deps[i].Version
+	return "unknown"
 }
