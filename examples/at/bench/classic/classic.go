@@ -11,6 +11,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
@@ -28,14 +29,14 @@ const Name = "classic-at"
 const AtLabel = "cnat.reconcilekit.dev/at"
 
 // Reconciler is the classic At reconciler. Client and Scheme are required;
-// Now defaults to time.Now.
+// a nil Clock is the real clock.
 type Reconciler struct {
 	// Client reads (from the manager's cache) and writes.
 	Client client.Client
 	// Scheme knows the At and Pod types, for the Pod's owner reference.
 	Scheme *runtime.Scheme
-	// Now returns the current time; nil means time.Now.
-	Now func() time.Time
+	// Clock decides when a schedule is due.
+	Clock clock.PassiveClock
 }
 
 // SetupWithManager registers r with mgr under [Name]: it watches Ats (every
@@ -115,10 +116,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 func (r *Reconciler) now() time.Time {
-	if r.Now != nil {
-		return r.Now()
+	if r.Clock != nil {
+		return r.Clock.Now()
 	}
-	return time.Now()
+	return clock.RealClock{}.Now()
 }
 
 // PodName is the name of the At's Pod: the At's name and "-pod", as in

@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -37,7 +38,7 @@ func setup(t *testing.T, objs ...client.Object) (*classic.Reconciler, client.Cli
 	s := newScheme(t)
 	c := fake.NewClientBuilder().WithScheme(s).WithObjects(objs...).WithStatusSubresource(&atv1.At{}, &corev1.Pod{}).Build()
 	var counter reconciletest.Counter
-	return &classic.Reconciler{Client: counter.Wrap(c), Scheme: s, Now: func() time.Time { return now }}, c, &counter
+	return &classic.Reconciler{Client: counter.Wrap(c), Scheme: s, Clock: clocktesting.NewFakePassiveClock(now)}, c, &counter
 }
 
 func at(schedule string, st atv1.AtStatus) *atv1.At {

@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -24,13 +25,13 @@ func ExampleReconciler() {
 	scheme := runtime.NewScheme()
 	_ = clientgoscheme.AddToScheme(scheme)
 	_ = atv1.AddToScheme(scheme)
-	now := time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC)
 	at := &atv1.At{
 		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello", UID: "1"},
 		Spec:       atv1.AtSpec{Schedule: "2026-11-22T10:00:05Z", Command: "echo hello"},
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(at).WithStatusSubresource(at).Build()
-	r := &classic.Reconciler{Client: c, Scheme: scheme, Now: func() time.Time { return now }}
+	clock := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC))
+	r := &classic.Reconciler{Client: c, Scheme: scheme, Clock: clock}
 	ctx := context.Background()
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(at)}
 
@@ -45,7 +46,7 @@ func ExampleReconciler() {
 		fmt.Printf("phase=%s requeueAfter=%s\n", got.Status.Phase, res.RequeueAfter)
 	}
 	step() // before the schedule
-	now = now.Add(5 * time.Second)
+	clock.SetTime(clock.Now().Add(5 * time.Second))
 	step() // the schedule: RUNNING
 	step() // creates the Pod
 
