@@ -77,6 +77,12 @@ loop:
 		}
 		if m, ok := err.(*markerError); ok {
 			v := verdict{class: m.class, delay: m.delay, fallback: m.reason}
+			if terminal {
+				// An outer reconcile.TerminalError is the outermost explicit
+				// decision: controller-runtime will not retry it, whatever
+				// a marker inside says.
+				v = verdict{class: ClassPermanent, fallback: "PermanentError"}
+			}
 			if wantReason {
 				switch {
 				case haveAPI:

@@ -115,6 +115,8 @@ func TestClassifyMarkersAndPrecedence(t *testing.T) {
 		{"terminal nil", reconcile.TerminalError(nil), outcome{errors.ClassPermanent, 0, "PermanentError"}},
 		{"terminal over a conflict", reconcile.TerminalError(conflict), outcome{errors.ClassPermanent, 0, "Conflict"}},
 		{"marker over terminal", errors.Transient(reconcile.TerminalError(plain)), outcome{errors.ClassTransient, 0, "TransientError"}},
+		{"terminal over a transient marker", reconcile.TerminalError(errors.Transient(plain)), outcome{errors.ClassPermanent, 0, "PermanentError"}},
+		{"terminal over a retry-after marker", reconcile.TerminalError(errors.RetryAfter(plain, time.Second)), outcome{errors.ClassPermanent, 0, "PermanentError"}},
 		{"API status over network in one chain", fmt.Errorf("x: %w", &statusWrapping{conflict, io.ErrUnexpectedEOF}), outcome{errors.Conflict, 0, "Conflict"}},
 		{"terminal over network in one chain", reconcile.TerminalError(fmt.Errorf("x: %w", io.ErrUnexpectedEOF)), outcome{errors.ClassPermanent, 0, "UnexpectedEOF"}},
 	}
