@@ -182,7 +182,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 		if err != nil {
 			return o.allowTerminal && isTerminal(err)
 		}
-		return res.IsZero() || (o.resync > 0 && res.RequeueAfter >= o.resync)
+		return !requeues(res) || (o.resync > 0 && res.RequeueAfter >= o.resync)
 	}
 
 	var rep Report
@@ -277,10 +277,17 @@ func outcome(res reconcile.Result, err error) string {
 		return fmt.Sprintf("error %v", err)
 	case res.RequeueAfter > 0:
 		return fmt.Sprintf("requeue after %v", res.RequeueAfter)
-	case !res.IsZero():
+	case requeues(res):
 		return "requeue"
 	}
 	return "done"
+}
+
+// requeues reports whether controller-runtime requeues after res: a
+// positive RequeueAfter or the deprecated Requeue flag. A Result that only
+// sets Priority does not requeue.
+func requeues(res reconcile.Result) bool {
+	return res.RequeueAfter > 0 || res.Requeue //nolint:staticcheck // Requeue is deprecated but still honoured
 }
 
 func isTerminal(err error) bool {

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	testingclock "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -161,6 +162,12 @@ func TestConvergeOutcomes(t *testing.T) {
 			f:          func(n int) (reconcile.Result, error) { return reconcile.Result{}, errorIf(n <= 3, errBoom) },
 			wantRuns:   5,
 			wantReport: rt.Report{Runs: 4, Errors: []error{errBoom, errBoom, errBoom}},
+		},
+		{
+			name:       "a result that only sets Priority does not requeue, so it converges",
+			f:          func(n int) (reconcile.Result, error) { return reconcile.Result{Priority: ptr.To(5)}, nil },
+			wantRuns:   2,
+			wantReport: rt.Report{Runs: 1, Result: reconcile.Result{Priority: ptr.To(5)}},
 		},
 		{
 			name:        "more errors in a row than MaxErrors fail",
