@@ -39,7 +39,7 @@ const (
 	Done State = iota
 	// InProgress: the function did its part and waits for something (a
 	// timer, a child object, an external system). Reconciling=True,
-	// Ready=False.
+	// Ready=Unknown.
 	InProgress
 	// Failed: the object reached a final failed state that no retry
 	// changes. Stalled=True, Ready=False.
@@ -59,7 +59,9 @@ type Progress struct {
 //
 //  1. Fetch the object; gone means done, with no error.
 //  2. Being deleted: run the [finalizer.Set] (cleanups in their fixed order,
-//     each finalizer removed when its cleanup succeeded), and stop.
+//     each finalizer removed when its cleanup succeeded), and stop. A failed
+//     cleanup is reported on the conditions with [ReasonCleanupFailed]
+//     (Reconciling, or Stalled when permanent) and through the policy.
 //  3. Ensure every finalizer of the Set is on the object (one patch, only
 //     when one is missing).
 //  4. Call Sync with the object. Sync reads and changes the object's
@@ -110,6 +112,11 @@ type Loop[T Object] struct {
 	Clock clock.PassiveClock
 }
 
+// ReasonCleanupFailed is the condition reason while a finalizer's cleanup
+// fails: Reconciling when it will be retried, Stalled when it cannot
+// succeed.
+const ReasonCleanupFailed = "CleanupFailed"
+
 // ErrInvalidLoop reports a Loop that lacks a required field.
 var ErrInvalidLoop = errors.New("reconcile: invalid Loop")
 
@@ -147,33 +154,47 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if l.APIReader != nil {
 		fopts = append(fopts, finalizer.WithAPIReader(l.APIReader))
 	}
+	var opts []status.Option
+	if l.Clock != nil {
+		opts = append(opts, status.WithClock(l.Clock))
+	}
+	writer := status.Writer{Client: l.Client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
+
 	if !obj.GetDeletionTimestamp().IsZero() {
 		if l.Finalizers == nil {
 			return ctrl.Result{}, nil
 		}
+		snap := writer.Snapshot(obj)
+		before := summarize(obj)
 		_, err := l.Finalizers.Run(ctx, l.Client, obj, fopts...)
-		if err != nil {
-			l.event(obj, corev1.EventTypeWarning, "CleanupFailed", "Finalize", errors.Message(err))
+		if err == nil {
+			return policy.Result(ctx, req, ctrl.Result{}, nil)
 		}
-		return policy.Result(ctx, req, ctrl.Result{}, err)
+		// A failed cleanup keeps its finalizer, so the object stays: say why
+		// on its conditions, with one event per change, not one per retry.
+		if class, _ := errors.Classify(err); class == errors.ClassPermanent {
+			status.MarkStalled(obj, ReasonCleanupFailed, errors.Message(err), opts...)
+		} else {
+			status.MarkReconciling(obj, ReasonCleanupFailed, errors.Message(err), opts...)
+		}
+		return l.finish(ctx, req, policy, obj, snap, before, ctrl.Result{}, err)
 	}
 	if l.Finalizers != nil {
 		if _, err := l.Finalizers.EnsureAll(ctx, l.Client, obj, fopts...); err != nil {
+			if errors.Is(err, finalizer.ErrDeleting) {
+				// Deletion began after our read: run the cleanups now.
+				return requeue.After(0), nil
+			}
 			return policy.Result(ctx, req, ctrl.Result{}, err)
 		}
 	}
 
-	writer := status.Writer{Client: l.Client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
 	snap := writer.Snapshot(obj)
 	before := summarize(obj)
 
 	res, err := l.Sync(ctx, obj)
 
 	class, _ := errors.Classify(err)
-	var opts []status.Option
-	if l.Clock != nil {
-		opts = append(opts, status.WithClock(l.Clock))
-	}
 	switch class {
 	case errors.None:
 		p := Progress{State: Done, Reason: status.ReasonSucceeded}
@@ -199,7 +220,13 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		return policy.Result(ctx, req, res, err)
 	}
 	status.ObserveGeneration(obj)
+	return l.finish(ctx, req, policy, obj, snap, before, res, err)
+}
 
+// finish writes the status if it changed, records an event if the summary
+// changed, and maps res and err (and a failed write) through the policy.
+func (l *Loop[T]) finish(ctx context.Context, req crreconcile.Request, policy *requeue.Policy, obj T,
+	snap *status.Snapshot, before summary, res ctrl.Result, err error) (ctrl.Result, error) {
 	if _, werr := snap.Write(ctx); werr != nil {
 		log.FromContext(ctx).V(1).Info("status write failed", "error", werr)
 		if err == nil {

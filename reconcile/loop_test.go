@@ -345,3 +345,57 @@ func TestLoopRecordsOneEventPerTransitionNotPerRetry(t *testing.T) {
 		t.Errorf("events after recovering = %q, want one Normal Succeeded", got)
 	}
 }
+
+func TestLoopReportsAFailingCleanupOnConditionsWithOneEvent(t *testing.T) {
+	c := env.Client(t)
+	var counter reconciletest.Counter
+	var failing atomic.Bool
+	failing.Store(true)
+	fin := &finalizer.Set{}
+	if err := fin.Register("testing.reconcilekit.io/flaky", finalizer.Func(func(context.Context, client.Object) error {
+		if failing.Load() {
+			return apierrors.NewServiceUnavailable("the external system is down")
+		}
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(32)
+	loop := &reconcile.Loop[*testapi.Widget]{
+		Client:     counter.Wrap(c),
+		Finalizers: fin,
+		Recorder:   rec,
+		Sync:       func(context.Context, *testapi.Widget) (ctrl.Result, error) { return ctrl.Result{}, nil },
+	}
+	req := createWidget(t, c, env.Namespace(t), "cleanup")
+	reconciletest.Converge(t, loop, req, reconciletest.WithCounter(&counter))
+	<-rec.Events // Ready
+	if err := c.Delete(t.Context(), getWidget(t, c, req)); err != nil {
+		t.Fatal(err)
+	}
+
+	for range 3 {
+		if _, err := loop.Reconcile(t.Context(), req); !apierrors.IsServiceUnavailable(err) {
+			t.Fatalf("error = %v, want the cleanup's error back for a retry", err)
+		}
+	}
+	w := getWidget(t, c, req)
+	rc, _ := status.Get(w, status.TypeReconciling)
+	if rc.Status != metav1.ConditionTrue || rc.Reason != reconcile.ReasonCleanupFailed || !strings.Contains(rc.Message, "external system is down") {
+		t.Errorf("Reconciling = %+v, want True/%s with the cause", rc, reconcile.ReasonCleanupFailed)
+	}
+	if len(w.Finalizers) != 1 {
+		t.Errorf("finalizers = %v, want the failing one kept", w.Finalizers)
+	}
+	if n := len(rec.Events); n != 1 {
+		t.Errorf("events after 3 failed cleanups = %d, want 1", n)
+	}
+
+	failing.Store(false)
+	if _, err := loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(t.Context(), req.NamespacedName, &testapi.Widget{}); !apierrors.IsNotFound(err) {
+		t.Errorf("after the cleanup succeeded: get = %v, want NotFound", err)
+	}
+}
