@@ -40,6 +40,9 @@ import (
 // Name is the controller's name: its field manager and event source.
 const Name = "at-controller"
 
+// AtUIDLabel labels an At's Pod with the At's UID.
+const AtUIDLabel = "cnat.reconcilekit.dev/at-uid"
+
 // PodCleanupFinalizer deletes an At's Pod before the At goes away.
 const PodCleanupFinalizer = "cnat.reconcilekit.dev/pod-cleanup"
 
@@ -276,7 +279,9 @@ func desiredPod(at *atv1.At) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: at.Namespace,
 			Name:      PodName(at),
-			Labels:    map[string]string{"cnat.reconcilekit.dev/at": at.Name},
+			// The UID, not the name: a label value is at most 63 characters,
+			// an At's name up to 253.
+			Labels: map[string]string{AtUIDLabel: string(at.UID)},
 		},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,

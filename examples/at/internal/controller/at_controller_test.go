@@ -291,6 +291,19 @@ func controllerHasFinalizer(a *atv1.At) bool {
 	return false
 }
 
+func TestAnAtWithAMaximalNameRunsItsPod(t *testing.T) {
+	c, _ := startManager(t)
+	ns := env.Namespace(t)
+	at := newAt(ns, strings.Repeat("a", 253), rfc3339(time.Now().Add(-time.Second)))
+	if err := c.Create(t.Context(), at); err != nil {
+		t.Fatal(err)
+	}
+	running := waitFor(t, c, client.ObjectKeyFromObject(at), "RUNNING", func(a *atv1.At) bool { return a.Status.Phase == atv1.PhaseRunning })
+	if pods := podsOf(t, c, running); len(pods) != 1 || pods[0].Labels[controller.AtUIDLabel] != string(running.UID) {
+		t.Errorf("pods = %d (labels %v), want 1 labelled with the At's UID", len(pods), pods)
+	}
+}
+
 func TestAtWithAFailingCommandEndsDoneFailedAndStalled(t *testing.T) {
 	c, _ := startManager(t)
 	ns := env.Namespace(t)
