@@ -128,6 +128,73 @@ func TestDiffTyped(t *testing.T) {
 			wantPaths: []string{"spec.template.spec.containers[name=injected]"},
 		},
 		{
+			name: "ports with the same number and different protocols pair by protocol",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+					{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+					{Name: "dns-tcp", ContainerPort: 53},
+				}
+			},
+			actual: func(a *appsv1.Deployment) {
+				a.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+					{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
+					{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+				}
+			},
+		},
+		{
+			name: "a renamed port among two with the same number is drift of that one",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+					{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+					{Name: "dns-tcp", ContainerPort: 53},
+				}
+			},
+			actual: func(a *appsv1.Deployment) {
+				a.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+					{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+					{Name: "tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
+				}
+			},
+			wantPaths: []string{"spec.template.spec.containers[name=web].ports[containerPort=53].name"},
+		},
+		{
+			name: "tolerations the server added to an unkeyed list are not drift",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+			},
+			actual: func(a *appsv1.Deployment) {
+				a.Spec.Template.Spec.Tolerations = []corev1.Toleration{
+					{Key: "node.kubernetes.io/not-ready", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoExecute, TolerationSeconds: ptr.To[int64](300)},
+					{Key: "dedicated", Operator: corev1.TolerationOpExists},
+				}
+			},
+		},
+		{
+			name: "a desired toleration missing from actual is drift of the list",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+			},
+			actual: func(a *appsv1.Deployment) {
+				a.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "other", Operator: corev1.TolerationOpExists}}
+			},
+			wantPaths: []string{"spec.template.spec.tolerations"},
+		},
+		{
+			name: "an owned unkeyed list is compared whole",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+			},
+			actual: func(a *appsv1.Deployment) {
+				a.Spec.Template.Spec.Tolerations = []corev1.Toleration{
+					{Key: "dedicated", Operator: corev1.TolerationOpExists},
+					{Key: "extra", Operator: corev1.TolerationOpExists},
+				}
+			},
+			opts:      []reconcile.DiffOption{reconcile.OwnList("spec.template.spec.tolerations")},
+			wantPaths: []string{"spec.template.spec.tolerations"},
+		},
+		{
 			name:      "a desired element missing from actual is drift",
 			actual:    func(a *appsv1.Deployment) { a.Spec.Template.Spec.Containers = a.Spec.Template.Spec.Containers[:1] },
 			wantPaths: []string{"spec.template.spec.containers[name=sidecar]"},
@@ -312,6 +379,20 @@ func TestDiffUnstructured(t *testing.T) {
 			name:    "lists of named objects match by name",
 			desired: map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "a", "image": "x"}, map[string]any{"name": "b", "image": "y"}}}},
 			actual:  map[string]any{"spec": map[string]any{"containers": []any{map[string]any{"name": "b", "image": "y", "pull": "Always"}, map[string]any{"name": "a", "image": "x"}}}},
+		},
+		{
+			name:    "an unkeyed list of objects the server extended is not drift",
+			desired: map[string]any{"spec": map[string]any{"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}}},
+			actual: map[string]any{"spec": map[string]any{"tolerations": []any{
+				map[string]any{"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": int64(300)},
+				map[string]any{"key": "dedicated", "operator": "Exists"},
+			}}},
+		},
+		{
+			name:      "an unkeyed list of objects lacking a desired element is drift of the list",
+			desired:   map[string]any{"spec": map[string]any{"tolerations": []any{map[string]any{"key": "dedicated", "operator": "Exists"}}}},
+			actual:    map[string]any{"spec": map[string]any{"tolerations": []any{map[string]any{"key": "other", "operator": "Exists"}}}},
+			wantPaths: []string{"spec.tolerations"},
 		},
 		{
 			name:      "a changed field in a named element has a keyed path",

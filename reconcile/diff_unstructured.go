@@ -265,6 +265,9 @@ func (w *walker) ulist(d []any, ap *any) bool {
 		return w.uwhole(d, ap)
 	}
 	key := w.ukey(d)
+	if key == "" && !owned && allObjects(d) {
+		return w.uunkeyed(d, al, ap)
+	}
 	if key == "" {
 		if len(d) != len(al) {
 			return w.uwhole(d, ap)
@@ -339,6 +342,45 @@ func (w *walker) ulist(d []any, ap *any) bool {
 		}
 	}
 	return eq
+}
+
+// uunkeyed is unkeyedList for unstructured lists of objects with no key:
+// every desired element must equal a distinct actual element, in any order.
+func (w *walker) uunkeyed(d, al []any, ap *any) bool {
+	used := make([]bool, len(al))
+	for i := range d {
+		n := w.pushIndex(i)
+		ignored := w.ignored()
+		w.path = w.path[:n]
+		if ignored {
+			continue
+		}
+		found := false
+		for j := range al {
+			if used[j] {
+				continue
+			}
+			trial := walker{cfg: w.cfg, track: w.track, path: append([]byte(nil), w.path...)}
+			ae := al[j]
+			if trial.uvalue(d[i], &ae, "", false) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return w.uwhole(d, ap)
+		}
+	}
+	return true
+}
+
+func allObjects(list []any) bool {
+	for _, e := range list {
+		if _, ok := e.(map[string]any); !ok {
+			return false
+		}
+	}
+	return true
 }
 
 func (w *walker) pushUElem(key string, kv any) int {

@@ -380,6 +380,9 @@ func (w *walker) slice(d, a reflect.Value, tagKey string) bool {
 			return w.keyedList(d, a, key, ki, owned)
 		}
 	}
+	if et.Kind() == reflect.Struct && !owned {
+		return w.unkeyedList(d, a)
+	}
 	if d.Len() != a.Len() {
 		return w.wholeList(d, a)
 	}
@@ -420,17 +423,102 @@ func keyEqual(x, y reflect.Value) bool {
 	}
 }
 
-func findKeyed(list reflect.Value, ki int, kv reflect.Value) int {
+// unkeyedList compares a list of structs that has no merge key
+// (tolerations, for one) as a set that desired must be part of: every
+// desired element must equal, by the walk's rules, a distinct element of
+// actual, in any order. Elements the server or an admission plugin added
+// (default tolerations) are not drift. A missing element is drift of the
+// whole list, which has no key to address one element by; OwnList makes the
+// list compared whole, in order.
+func (w *walker) unkeyedList(d, a reflect.Value) bool {
+	used := make([]bool, a.Len())
+	for i := range d.Len() {
+		n := w.pushIndex(i)
+		ignored := w.ignored()
+		w.path = w.path[:n]
+		if ignored {
+			continue
+		}
+		found := false
+		for j := range a.Len() {
+			if !used[j] && w.equal(d.Index(i), a.Index(j)) {
+				used[j], found = true, true
+				break
+			}
+		}
+		if !found {
+			return w.wholeList(d, a)
+		}
+	}
+	return true
+}
+
+// equal reports whether d and a compare equal by the walk's rules, without
+// recording drift or changing a.
+func (w *walker) equal(d, a reflect.Value) bool {
+	trial := walker{cfg: w.cfg, track: w.track, path: append([]byte(nil), w.path...)}
+	return trial.value(d, a, true)
+}
+
+// findKeyed returns the index of the element of list that pairs with the
+// desired element de, whose key field is ki: the occurrence-th element with
+// the same key, counting only those with the same protocol when the type has
+// a protocol field (ports: Kubernetes keys them by port and protocol, so 53
+// UDP and 53 TCP are two elements), or -1.
+func findKeyed(list reflect.Value, ki, pi int, de reflect.Value, occurrence int) int {
+	kv := de.Field(ki)
 	for j := range list.Len() {
-		if keyEqual(list.Index(j).Field(ki), kv) {
+		e := list.Index(j)
+		if !keyEqual(e.Field(ki), kv) || (pi >= 0 && protocol(e.Field(pi)) != protocol(de.Field(pi))) {
+			continue
+		}
+		if occurrence == 0 {
 			return j
 		}
+		occurrence--
 	}
 	return -1
 }
 
+// occurrence counts the elements of d before i that findKeyed cannot tell
+// from d[i]: the same key (and protocol).
+func occurrence(d reflect.Value, i, ki, pi int) int {
+	de := d.Index(i)
+	n := 0
+	for j := range i {
+		e := d.Index(j)
+		if keyEqual(e.Field(ki), de.Field(ki)) && (pi < 0 || protocol(e.Field(pi)) == protocol(de.Field(pi))) {
+			n++
+		}
+	}
+	return n
+}
+
+// protocol is a port's protocol with the API's default: empty means TCP.
+func protocol(v reflect.Value) string {
+	if v.Kind() != reflect.String || v.String() == "" {
+		return "TCP"
+	}
+	return v.String()
+}
+
+// protocolFieldIndex is the Go field index of a string "protocol" field of
+// the struct type t, or -1.
+func protocolFieldIndex(t reflect.Type) int {
+	pi := keyFieldIndex(t, "protocol")
+	if pi >= 0 && t.Field(pi).Type.Kind() != reflect.String {
+		return -1
+	}
+	return pi
+}
+
 func (w *walker) keyedList(d, a reflect.Value, key string, ki int, owned bool) bool {
 	eq := true
+	pi := -1
+	if key != "protocol" {
+		pi = protocolFieldIndex(d.Type().Elem())
+	}
+	matched := make([]bool, a.Len())
 	for i := range d.Len() {
 		de := d.Index(i)
 		kv := de.Field(ki)
@@ -439,7 +527,10 @@ func (w *walker) keyedList(d, a reflect.Value, key string, ki int, owned bool) b
 			w.path = w.path[:n]
 			continue
 		}
-		j := findKeyed(a, ki, kv)
+		j := findKeyed(a, ki, pi, de, occurrence(d, i, ki, pi))
+		if j >= 0 && j < len(matched) {
+			matched[j] = true
+		}
 		var ok bool
 		if j < 0 {
 			ok = !w.differs(de, reflect.Value{}, true, false)
@@ -464,7 +555,8 @@ func (w *walker) keyedList(d, a reflect.Value, key string, ki int, owned bool) b
 	for j := range a.Len() {
 		ae := a.Index(j)
 		kv := ae.Field(ki)
-		if findKeyed(d, ki, kv) >= 0 {
+		// Elements appended by the overlay above come from desired.
+		if j >= len(matched) || matched[j] {
 			keep = append(keep, j)
 			continue
 		}

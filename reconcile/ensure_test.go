@@ -57,11 +57,37 @@ func widgetIn(ns string) client.Object {
 	}
 }
 
+// dnsDeploymentIn serves one port number over UDP and TCP, as DNS does:
+// Kubernetes keys container ports by number and protocol.
+func dnsDeploymentIn(ns string) client.Object {
+	d := webDeployment()
+	d.Namespace, d.Name = ns, "dns"
+	d.Spec.Template.Spec.Containers[0].Ports = []corev1.ContainerPort{
+		{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+		{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
+	}
+	return d
+}
+
+// tolerantPodIn has one toleration; the DefaultTolerationSeconds admission
+// plugin adds two more to the unkeyed list.
+func tolerantPodIn(ns string) client.Object {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "tolerant"},
+		Spec: corev1.PodSpec{
+			Containers:  []corev1.Container{{Name: "main", Image: "busybox:1.36"}},
+			Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
+		},
+	}
+}
+
 var objectKinds = []struct {
 	name  string
 	build func(ns string) client.Object
 }{
 	{"Deployment", deploymentIn},
+	{"Deployment with one port over UDP and TCP", dnsDeploymentIn},
+	{"Pod with tolerations the server extends", tolerantPodIn},
 	{"Service", serviceIn},
 	{"ConfigMap", configMapIn},
 	{"Widget", widgetIn},
