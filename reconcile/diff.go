@@ -69,16 +69,22 @@ func (c Comparison) String() string {
 //   - Lists whose Go field declares a patchMergeKey (containers and env by
 //     name, container ports by containerPort, service ports by port, ...)
 //     are matched by that key: order and extra elements in actual are not
-//     drift, a desired element missing from actual is. Other lists are one
-//     value: same length, elements compared in order by these rules.
+//     drift, a desired element missing from actual is. Ports are paired by
+//     number and protocol (53/UDP and 53/TCP are two elements), as the API
+//     keys them. Other lists of structs (tolerations, ...) are sets that
+//     desired must be part of: each desired element must equal a distinct
+//     actual element, in any order, so elements an admission plugin added
+//     are not drift; a missing one is drift of the whole list. Lists of
+//     scalars (args, command) are one value: same length, same order.
 //   - Maps: desired's keys must be present with equal values; extra keys in
 //     actual are not drift unless [OwnMap] says so.
 //
 // For [unstructured.Unstructured] there are no Go types, so: a key present in
 // desired is set, even with a zero value ("", 0, false), and null means not
 // set; a list is matched by "name" when every desired element is an object
-// with a "name" (or by the key given with [ListKey]) and is one value
-// otherwise; values of maps named limits, requests, hard, capacity,
+// with a "name" (or by the key given with [ListKey]), is a set that desired
+// must be part of when its elements are objects without such a key, and is
+// one value otherwise; values of maps named limits, requests, hard, capacity,
 // allocatable or overhead, and fields named sizeLimit, compare as quantities;
 // and since fields and map keys look alike without Go types, keys that are
 // identifiers are written as fields in paths ("data.mode" where the typed

@@ -81,8 +81,8 @@ func OwnMap(paths ...string) DiffOption {
 // OwnList declares that desired owns the whole list at each path: elements the
 // actual list has and desired lacks are drift (and [Ensure] removes them). An
 // empty or nil desired list then means "no elements". By default a keyed list
-// may hold extra elements added by others; an unkeyed list is compared as a
-// whole whenever desired sets it.
+// may hold extra elements added by others, and so may an unkeyed list of
+// objects; OwnList makes either one value, compared whole and in order.
 func OwnList(paths ...string) DiffOption {
 	return func(c *diffConfig) { c.addPatterns(&c.ownList, paths) }
 }
