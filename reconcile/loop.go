@@ -84,7 +84,8 @@ type Progress struct {
 //     or error.
 //
 // The zero Loop is not usable: set Client and Sync. Everything else is
-// optional. A Loop is safe for concurrent use by several workers.
+// optional. A Loop is safe for concurrent use by several workers; use it by
+// pointer and do not copy it after first use.
 type Loop[T Object] struct {
 	// Client reads the object (usually the manager's cached client) and
 	// writes finalizers and status. Required.
@@ -101,7 +102,7 @@ type Loop[T Object] struct {
 	// keeps them on the object otherwise. Nil means no finalizers.
 	Finalizers *finalizer.Set
 	// Policy maps Sync's result and error to what controller-runtime gets.
-	// Nil means the zero Policy.
+	// Nil means a zero Policy of this Loop's own.
 	Policy *requeue.Policy
 	// Recorder records events on summary transitions. Nil records none.
 	// Use the manager's GetEventRecorder(name).
@@ -110,6 +111,10 @@ type Loop[T Object] struct {
 	FieldOwner string
 	// Clock stamps condition transitions. Nil means the real clock.
 	Clock clock.PassiveClock
+
+	// defaultPolicy is used when Policy is nil: one per Loop, as a Policy
+	// keeps per-request state.
+	defaultPolicy requeue.Policy
 }
 
 // ReasonCleanupFailed is the condition reason while a finalizer's cleanup
@@ -140,7 +145,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	}
 	policy := l.Policy
 	if policy == nil {
-		policy = &requeue.Policy{}
+		policy = &l.defaultPolicy
 	}
 	obj := newObject[T]()
 	if err := l.Client.Get(ctx, req.NamespacedName, obj); err != nil {

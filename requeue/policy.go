@@ -2,6 +2,7 @@ package requeue
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -21,6 +22,14 @@ const (
 	// server-suggested delay when Policy.ThrottleDelay is zero, the same
 	// Retry-After that kube-apiserver's max-in-flight limit sends.
 	DefaultThrottleDelay = time.Second
+	// DefaultMaxConflictDelay caps the growing conflict delay when
+	// Policy.MaxConflictDelay is zero.
+	DefaultMaxConflictDelay = 30 * time.Second
+	// ConflictsWorthAnError is how many conflicts in a row for one request
+	// make [LogOutcome] log an error instead of a debug line: a conflict
+	// that does not clear is a bug (a cache that never sees the object, two
+	// controllers fighting), not routine.
+	ConflictsWorthAnError = 10
 )
 
 // Policy turns what a reconcile produced, a ctrl.Result and an error, into
@@ -28,7 +37,12 @@ const (
 //
 //   - nil error: res unchanged, and the request's backoff is forgotten;
 //   - [errors.Conflict]: requeue after ConflictDelay, nil error (no error
-//     log, no error metric: a conflict is routine);
+//     log, no error metric: a conflict is routine); the delay doubles with
+//     each further conflict in a row for the same request, up to
+//     MaxConflictDelay, so a conflict that never clears (a filtered cache
+//     that never sees the object it keeps re-creating) does not spin at
+//     10 Hz, and from the [ConflictsWorthAnError]-th on it is logged as an
+//     error;
 //   - [errors.Throttled]: requeue after the delay the server (or an
 //     [errors.RetryAfter] marker) asked for, else ThrottleDelay; nil error;
 //   - [errors.ClassTransient]: the error, for the workqueue's rate-limited
@@ -49,11 +63,16 @@ const (
 // Policy never sets the deprecated Result.Requeue.
 //
 // The zero Policy is ready to use; set fields before first use and do not
-// change them afterwards. A Policy is safe for concurrent use.
+// change them afterwards. A Policy is safe for concurrent use and keeps
+// per-request state: share one per controller, do not copy it after first
+// use.
 type Policy struct {
 	// ConflictDelay is how long to wait after a conflict, for the cache to
 	// catch up. Zero or less means [DefaultConflictDelay] (100ms).
 	ConflictDelay time.Duration
+	// MaxConflictDelay caps the delay of repeated conflicts. Zero or less
+	// means [DefaultMaxConflictDelay] (30s).
+	MaxConflictDelay time.Duration
 	// ThrottleDelay is the wait after throttling when the server suggested
 	// none. Zero or less means [DefaultThrottleDelay] (1s).
 	ThrottleDelay time.Duration
@@ -65,6 +84,9 @@ type Policy struct {
 	// concurrently when the controller runs several workers. Nil means
 	// [LogOutcome]; a custom Observe can call LogOutcome too.
 	Observe func(context.Context, Outcome)
+
+	conflictsOnce sync.Once
+	conflicts     Backoff
 }
 
 // Outcome is what [Policy.Result] decided, for [Policy.Observe].
@@ -80,6 +102,9 @@ type Outcome struct {
 	Result ctrl.Result
 	// Returned is the error Policy returns: nil when it requeues instead.
 	Returned error
+	// Conflicts is, for a conflict, how many conflicts in a row this
+	// request has had, this one included; 0 otherwise.
+	Conflicts int
 }
 
 // Result maps a reconcile's res and err for req to the Result and error to
@@ -93,12 +118,21 @@ func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Res
 		class = errors.ClassTransient
 		o.Class = class
 	}
+	p.conflictsOnce.Do(func() {
+		p.conflicts.Base = positiveOr(p.ConflictDelay, DefaultConflictDelay)
+		p.conflicts.Max = positiveOr(p.MaxConflictDelay, DefaultMaxConflictDelay)
+		p.conflicts.Jitter = -1 // one object: no herd to spread
+	})
+	if class != errors.Conflict {
+		p.conflicts.Forget(req)
+	}
 	switch class {
 	case errors.None:
 		o.Result = res
 		p.Backoff.Forget(req)
 	case errors.Conflict:
-		o.Result = After(positiveOr(p.ConflictDelay, DefaultConflictDelay))
+		o.Result = After(p.conflicts.Next(req))
+		o.Conflicts = p.conflicts.Failures(req)
 	case errors.Throttled:
 		o.Result = After(positiveOr(delay, positiveOr(p.ThrottleDelay, DefaultThrottleDelay)))
 	case errors.ClassPermanent:
@@ -142,6 +176,10 @@ func LogOutcome(ctx context.Context, o Outcome) {
 	}
 	if o.Returned == nil && o.Class == errors.ClassTransient {
 		log.Error(o.Err, "Reconcile failed, requeueing with backoff", kv...)
+		return
+	}
+	if o.Class == errors.Conflict && o.Conflicts >= ConflictsWorthAnError {
+		log.Error(o.Err, "Reconcile keeps conflicting, requeueing with backoff", append(kv, "conflicts", o.Conflicts)...)
 		return
 	}
 	log.V(1).Info("Reconcile did not complete: "+o.Class.String(), append(kv, "error", o.Err.Error())...)

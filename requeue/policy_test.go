@@ -50,43 +50,43 @@ func TestPolicyByClass(t *testing.T) {
 	}
 	tests := []struct {
 		name   string
-		policy requeue.Policy
+		policy *requeue.Policy
 		res    ctrl.Result
 		err    error
 		want   got
 	}{
-		{"success keeps the result", requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, nil,
+		{"success keeps the result", &requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, nil,
 			got{Result: ctrl.Result{RequeueAfter: time.Hour}, ErrorIsNil: true}},
-		{"conflict: quiet short requeue", requeue.Policy{}, ctrl.Result{}, apierrors.NewConflict(widgets, "w", plain),
+		{"conflict: quiet short requeue", &requeue.Policy{}, ctrl.Result{}, apierrors.NewConflict(widgets, "w", plain),
 			got{Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, ErrorIsNil: true, Logged: debug("conflict")}},
-		{"conflict: configured delay", requeue.Policy{ConflictDelay: time.Second}, ctrl.Result{}, apierrors.NewAlreadyExists(widgets, "w"),
+		{"conflict: configured delay", &requeue.Policy{ConflictDelay: time.Second}, ctrl.Result{}, apierrors.NewAlreadyExists(widgets, "w"),
 			got{Result: ctrl.Result{RequeueAfter: time.Second}, ErrorIsNil: true, Logged: debug("conflict")}},
-		{"throttled: the server's delay", requeue.Policy{}, ctrl.Result{}, apierrors.NewTooManyRequests("slow", 7),
+		{"throttled: the server's delay", &requeue.Policy{}, ctrl.Result{}, apierrors.NewTooManyRequests("slow", 7),
 			got{Result: ctrl.Result{RequeueAfter: 7 * time.Second}, ErrorIsNil: true, Logged: debug("throttled")}},
-		{"throttled without delay: default", requeue.Policy{}, ctrl.Result{}, apierrors.NewTooManyRequestsError("slow"),
+		{"throttled without delay: default", &requeue.Policy{}, ctrl.Result{}, apierrors.NewTooManyRequestsError("slow"),
 			got{Result: ctrl.Result{RequeueAfter: requeue.DefaultThrottleDelay}, ErrorIsNil: true, Logged: debug("throttled")}},
-		{"throttled without delay: configured", requeue.Policy{ThrottleDelay: 3 * time.Second}, ctrl.Result{}, errors.RetryAfter(plain, 0),
+		{"throttled without delay: configured", &requeue.Policy{ThrottleDelay: 3 * time.Second}, ctrl.Result{}, errors.RetryAfter(plain, 0),
 			got{Result: ctrl.Result{RequeueAfter: 3 * time.Second}, ErrorIsNil: true, Logged: debug("throttled")}},
-		{"RetryAfter marker", requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, errors.RetryAfter(plain, 30*time.Second),
+		{"RetryAfter marker", &requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, errors.RetryAfter(plain, 30*time.Second),
 			got{Result: ctrl.Result{RequeueAfter: 30 * time.Second}, ErrorIsNil: true, Logged: debug("throttled")}},
-		{"transient: the error, result dropped", requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, plain,
+		{"transient: the error, result dropped", &requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, plain,
 			got{Err: "flaky", Logged: debug("transient")}},
-		{"transient with Backoff: requeue and an error log", requeue.Policy{Backoff: &requeue.Backoff{Base: 2 * time.Second, Jitter: -1}}, ctrl.Result{}, plain,
+		{"transient with Backoff: requeue and an error log", &requeue.Policy{Backoff: &requeue.Backoff{Base: 2 * time.Second, Jitter: -1}}, ctrl.Result{}, plain,
 			got{Result: ctrl.Result{RequeueAfter: 2 * time.Second}, ErrorIsNil: true, Logged: []logEntry{{Error: true, Msg: "Reconcile failed, requeueing with backoff"}}}},
-		{"permanent: terminal", requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, apierrors.NewBadRequest("nope"),
+		{"permanent: terminal", &requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour}, apierrors.NewBadRequest("nope"),
 			got{Err: "terminal error: nope", Terminal: true, Logged: debug("permanent")}},
-		{"Permanent marker stays as is", requeue.Policy{}, ctrl.Result{}, errors.Permanent(plain),
+		{"Permanent marker stays as is", &requeue.Policy{}, ctrl.Result{}, errors.Permanent(plain),
 			got{Err: "flaky", Terminal: true, Logged: debug("permanent")}},
-		{"Transient marker over a terminal error is still retried", requeue.Policy{}, ctrl.Result{}, errors.Transient(reconcile.TerminalError(plain)),
+		{"Transient marker over a terminal error is still retried", &requeue.Policy{}, ctrl.Result{}, errors.Transient(reconcile.TerminalError(plain)),
 			got{Err: "terminal error: flaky", Logged: debug("transient")}},
-		{"canceled while running: transient", requeue.Policy{}, ctrl.Result{}, fmt.Errorf("call: %w", context.Canceled),
+		{"canceled while running: transient", &requeue.Policy{}, ctrl.Result{}, fmt.Errorf("call: %w", context.Canceled),
 			got{Err: "call: context canceled", Logged: debug("transient")}},
-		{"error keeps the result's priority", requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour, Priority: ptr.To(4)}, apierrors.NewConflict(widgets, "w", plain),
+		{"error keeps the result's priority", &requeue.Policy{}, ctrl.Result{RequeueAfter: time.Hour, Priority: ptr.To(4)}, apierrors.NewConflict(widgets, "w", plain),
 			got{Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay, Priority: ptr.To(4)}, ErrorIsNil: true, Logged: debug("conflict")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(tt.want, run(t, &tt.policy, t.Context(), tt.res, tt.err)); diff != "" {
+			if diff := cmp.Diff(tt.want, run(t, tt.policy, t.Context(), tt.res, tt.err)); diff != "" {
 				t.Errorf("Policy.Result (-want +got):\n%s", diff)
 			}
 		})
@@ -137,11 +137,54 @@ func TestPolicyObserve(t *testing.T) {
 	ctx := logr.NewContext(t.Context(), rec.logger())
 	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
 	p.Result(ctx, req("w"), ctrl.Result{}, conflict)
-	want := []requeue.Outcome{{Request: req("w"), Class: errors.Conflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}}}
+	want := []requeue.Outcome{{Request: req("w"), Class: errors.Conflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, Conflicts: 1}}
 	if diff := cmp.Diff(want, seen, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 	if len(rec.all()) != 0 {
 		t.Errorf("default logging ran although Observe was set: %v", rec.all())
+	}
+}
+
+// TestPolicyBacksOffConflictsThatDoNotClear proves a conflict that repeats
+// for one request is not retried at a fixed 10 Hz forever: the delay doubles
+// up to the cap, reaches an error log, and a success starts over.
+func TestPolicyBacksOffConflictsThatDoNotClear(t *testing.T) {
+	p := &requeue.Policy{ConflictDelay: 100 * time.Millisecond, MaxConflictDelay: time.Second}
+	rec := &recorder{}
+	ctx := logr.NewContext(t.Context(), rec.logger())
+	exists := apierrors.NewAlreadyExists(widgets, "w")
+	var delays []time.Duration
+	for range requeue.ConflictsWorthAnError {
+		res, err := p.Result(ctx, req("w"), ctrl.Result{}, exists)
+		if err != nil {
+			t.Fatalf("conflict returned an error: %v", err)
+		}
+		delays = append(delays, res.RequeueAfter)
+	}
+	wantDelays := []time.Duration{100 * time.Millisecond, 200 * time.Millisecond, 400 * time.Millisecond, 800 * time.Millisecond}
+	for len(wantDelays) < requeue.ConflictsWorthAnError {
+		wantDelays = append(wantDelays, time.Second)
+	}
+	if diff := cmp.Diff(wantDelays, delays); diff != "" {
+		t.Errorf("delays of repeated conflicts (-want +got):\n%s", diff)
+	}
+	logged := rec.all()
+	if last := logged[len(logged)-1]; !last.Error {
+		t.Errorf("the %d-th conflict in a row logged %+v, want an error", requeue.ConflictsWorthAnError, last)
+	}
+	for _, e := range logged[:len(logged)-1] {
+		if e.Error {
+			t.Errorf("an early conflict was logged as an error: %+v", e)
+		}
+	}
+
+	// Another request has its own count; a success resets this one.
+	if res, _ := p.Result(ctx, req("other"), ctrl.Result{}, exists); res.RequeueAfter != 100*time.Millisecond {
+		t.Errorf("first conflict of another request waits %v, want 100ms", res.RequeueAfter)
+	}
+	p.Result(ctx, req("w"), ctrl.Result{}, nil)
+	if res, _ := p.Result(ctx, req("w"), ctrl.Result{}, exists); res.RequeueAfter != 100*time.Millisecond {
+		t.Errorf("conflict after a success waits %v, want 100ms again", res.RequeueAfter)
 	}
 }
