@@ -34,8 +34,14 @@ import (
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
-// atLabel is the label both controllers put on an At's Pod: the At's name.
-const atLabel = classic.AtLabel
+// atOf returns the name of the At that controls the Pod (both controllers
+// set a controller reference), or "" for a Pod nobody controls.
+func atOf(pod *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "At" {
+		return ref.Name
+	}
+	return ""
+}
 
 // kind selects one of the two controllers under test.
 type kind string
@@ -73,6 +79,9 @@ type wiring struct {
 	// readFaults, when set, fails some reads of the library controller's
 	// API reader (its uncached reads).
 	readFaults *reconciletest.FaultInjector
+	// apiReads, when set, counts the library controller's uncached reads
+	// (its APIReader); the classic controller makes none.
+	apiReads *reconciletest.Counter
 	// creates records the Pods the API server accepted.
 	creates *createLog
 	// lostResponses, when set, loses the response of that fraction of
@@ -120,12 +129,18 @@ func startController(tb testing.TB, k kind, ns string, w wiring) *running {
 		err = (&classic.Reconciler{Client: c, Scheme: mgr.GetScheme()}).SetupWithManager(mgr)
 	default:
 		var reader client.Reader = mgr.GetAPIReader()
-		if w.readFaults != nil {
+		if w.readFaults != nil || w.apiReads != nil {
 			api, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
 			if err != nil {
 				tb.Fatal(err)
 			}
-			reader = w.readFaults.Wrap(api)
+			if w.readFaults != nil {
+				api = w.readFaults.Wrap(api)
+			}
+			if w.apiReads != nil {
+				api = w.apiReads.Wrap(api)
+			}
+			reader = api
 		}
 		err = controller.SetupWithManager(mgr, controller.Options{Client: c, APIReader: reader})
 	}
@@ -157,8 +172,8 @@ func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption)
 	return nil, errors.New("bench: watch through a controller's client")
 }
 
-// createLog records when the API server accepted each Pod, by the At it
-// belongs to (its atLabel).
+// createLog records when the API server accepted each Pod, by the At that
+// controls it.
 type createLog struct {
 	mu    sync.Mutex
 	times map[string][]time.Time
@@ -174,7 +189,7 @@ func (l *createLog) wrap(c client.WithWatch) client.WithWatch {
 				if l.times == nil {
 					l.times = map[string][]time.Time{}
 				}
-				l.times[pod.Labels[atLabel]] = append(l.times[pod.Labels[atLabel]], now)
+				l.times[atOf(pod)] = append(l.times[atOf(pod)], now)
 				l.mu.Unlock()
 			}
 			return err
@@ -358,7 +373,7 @@ func startKubelet(tb testing.TB, ns string, delay time.Duration) *kubelet {
 }
 
 func (k *kubelet) observe(pod *corev1.Pod, deleted bool) {
-	at := pod.Labels[atLabel]
+	at := atOf(pod)
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if k.pods[at] == nil {
@@ -435,14 +450,16 @@ func (k *kubelet) hold(at string) {
 	k.held[at] = true
 }
 
-func (k *kubelet) release(ctx context.Context, at string) {
+func (k *kubelet) release(ctx context.Context, ns, at string) {
 	k.mu.Lock()
 	delete(k.held, at)
 	k.mu.Unlock()
 	var pods corev1.PodList
-	if err := k.c.List(ctx, &pods, client.MatchingLabels{atLabel: at}); err == nil {
+	if err := k.c.List(ctx, &pods, client.InNamespace(ns)); err == nil {
 		for i := range pods.Items {
-			k.observe(&pods.Items[i], false)
+			if atOf(&pods.Items[i]) == at {
+				k.observe(&pods.Items[i], false)
+			}
 		}
 	}
 }
@@ -541,7 +558,7 @@ func (tr *tracker) describe() string {
 		return err.Error()
 	}
 	for _, p := range pods.Items {
-		fmt.Fprintf(&b, "Pod %s: at=%s phase=%q deleting=%v\n", p.Name, p.Labels[atLabel], p.Status.Phase, p.DeletionTimestamp != nil)
+		fmt.Fprintf(&b, "Pod %s: at=%s phase=%q deleting=%v\n", p.Name, atOf(&p), p.Status.Phase, p.DeletionTimestamp != nil)
 	}
 	return b.String()
 }

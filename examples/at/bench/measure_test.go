@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -51,6 +52,10 @@ type measurement struct {
 	// peakHeap is the peak growth of the process's live heap during the
 	// run, above the heap before the controller started.
 	peakHeap uint64
+	// apiReads is how many uncached reads (straight to the API server)
+	// the controller made over the whole lifecycle; its cached reads cost
+	// the server nothing and are not counted.
+	apiReads int
 	// precision is, per At, Pod creation (accepted by the API server) minus
 	// spec.schedule.
 	precision bench.Distribution
@@ -93,11 +98,11 @@ func measure(tb testing.TB, k kind, s scenario) measurement {
 	kl := startKubelet(tb, ns, podRunTime)
 	tr := startTracker(tb, ns)
 
-	var counter reconciletest.Counter
+	var counter, apiReads reconciletest.Counter
 	creates := &createLog{}
 	heap := startHeapSampler()
 	before := reconciles(tb, k.controllerName())
-	run := startController(tb, k, ns, wiring{counter: &counter, creates: creates})
+	run := startController(tb, k, ns, wiring{counter: &counter, apiReads: &apiReads, creates: creates})
 
 	// Leave time to create every At before the first schedule, so that
 	// creation does not bias the precision.
@@ -155,6 +160,7 @@ func measure(tb testing.TB, k kind, s scenario) measurement {
 	m.reconciles = reconciles(tb, k.controllerName()) - before
 
 	m.deleteWrites = countWrites(counter.Writes())
+	m.apiReads = len(apiReads.Requests())
 	m.failedWrites = m.writes[failed] + m.deleteWrites[failed]
 	delete(m.writes, failed)
 	delete(m.deleteWrites, failed)
@@ -215,9 +221,17 @@ func (cmp comparison) table() *bench.Table {
 		t.Add(fmt.Sprintf("  deleted → gone: `%s` per At", v), per(cs.deleteWrites[v]), per(os.deleteWrites[v]), nil)
 	}
 	t.Add("lifecycle: write requests refused (409 conflicts) per At", per(cs.failedWrites), per(os.failedWrites), nil)
-	t.Add("lifecycle: reconciles per At", cs.reconciles/float64(cmp.n), os.reconciles/float64(cmp.n), nil)
+	t.Add("lifecycle: uncached reads (GET to the API server) per At", per(cs.apiReads), per(os.apiReads), nil)
+	t.Add("lifecycle: all API requests per At (writes, refused writes, uncached reads)",
+		per(total(cs.writes)+total(cs.deleteWrites)+cs.failedWrites+cs.apiReads),
+		per(total(os.writes)+total(os.deleteWrites)+os.failedWrites+os.apiReads), nil)
+	t.Add("lifecycle: reconciles per At, created → gone", cs.reconciles/float64(cmp.n), os.reconciles/float64(cmp.n), nil)
 	t.Add(fmt.Sprintf("scale, %d at one instant: schedule → all DONE", cmp.n), sec(ci.allDone), sec(oi.allDone), bench.Millis)
-	t.Add(fmt.Sprintf("scale, %d at one instant: reconciles per At", cmp.n), ci.reconciles/float64(cmp.n), oi.reconciles/float64(cmp.n), nil)
+	t.Add(fmt.Sprintf("scale, %d at one instant: reconciles per At, created → gone", cmp.n), ci.reconciles/float64(cmp.n), oi.reconciles/float64(cmp.n), nil)
+	t.Add(fmt.Sprintf("scale, %d at one instant: all API requests per At", cmp.n),
+		per(total(ci.writes)+total(ci.deleteWrites)+ci.failedWrites+ci.apiReads),
+		per(total(oi.writes)+total(oi.deleteWrites)+oi.failedWrites+oi.apiReads), nil)
+	t.Add(fmt.Sprintf("scale, %d at one instant: write requests refused (409 conflicts) per At", cmp.n), per(ci.failedWrites), per(oi.failedWrites), nil)
 	t.Add(fmt.Sprintf("scale, %d at one instant: peak heap growth", cmp.n), float64(ci.peakHeap), float64(oi.peakHeap), bench.MiB)
 	t.Add(fmt.Sprintf("scale, %d at one instant: Pod created − schedule, p50", cmp.n), sec(ci.precision.P50), sec(oi.precision.P50), bench.Millis)
 	t.Add(fmt.Sprintf("scale, %d at one instant: Pod created − schedule, p99", cmp.n), sec(ci.precision.P99), sec(oi.precision.P99), bench.Millis)
@@ -248,8 +262,22 @@ func verbsOf(ms ...map[reconciletest.Verb]int) []reconciletest.Verb {
 func TestSideBySideSmoke(t *testing.T) {
 	env.Require(t)
 	lockManagers(t)
+	started := time.Now()
 	cmp := compare(t, 20, 3*time.Second)
-	t.Logf("side by side, 20 Ats:\n%s", cmp.table().Markdown())
+	table := cmp.table().Markdown()
+	t.Logf("side by side, 20 Ats:\n%s", table)
+
+	// The report that make bench writes, from these figures.
+	diff, err := bench.ParseGoBench(strings.NewReader("BenchmarkCompareEqual/reconcile.Diff-2 10 1000 ns/op 10 B/op 1 allocs/op\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := renderReport(t, cmp, table, diff, started, loadAverage())
+	for _, want := range []string{table, "| no write when resyncing DONE Ats | 0 writes for 20 Ats | met |", "`BenchmarkCompareEqual/reconcile.Diff` | 1000 | 10 | 1 | 1.00 |", "| kube-apiserver | v1."} {
+		if !strings.Contains(report, want) {
+			t.Errorf("the report lacks %q:\n%s", want, report)
+		}
+	}
 	for name, ms := range map[string]map[kind]measurement{"one instant": cmp.instant, "spread": cmp.spreadOut} {
 		for k, m := range ms {
 			if m.podsPerAt != 1 {

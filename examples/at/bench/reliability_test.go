@@ -350,7 +350,7 @@ func TestBadInputHasADefinedOutcomeAndNoHotLoop(t *testing.T) {
 	}
 
 	// Released, the edited At finishes normally.
-	kl.release(t.Context(), edited.Name)
+	kl.release(t.Context(), ns, edited.Name)
 	tr.waitDone(t, 1, time.Minute)
 	if done := getAt(t, c, edited); done.Status.Phase != atv1.PhaseDone || done.Status.ObservedGeneration != 2 {
 		t.Errorf("edited At: phase %q observedGeneration %d, want DONE and 2", done.Status.Phase, done.Status.ObservedGeneration)
