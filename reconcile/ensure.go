@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"reflect"
 
@@ -226,7 +227,7 @@ func patchDrift(ctx context.Context, c client.Client, cfg *ensureConfig, target,
 	if err := overlay(&cfg.diff, want, merged); err != nil {
 		return Outcome{}, err
 	}
-	patch, err := patchFor(c, cfg, live)
+	patch, err := patchFor(c, cfg, live, merged)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -249,10 +250,13 @@ func overlay(cfg *diffConfig, desired, merged client.Object) error {
 	return nil
 }
 
-// patchFor chooses the patch: strategic merge for built-in typed objects,
-// whose Go types carry the merge keys, and JSON merge otherwise (custom
-// resources do not accept strategic merge patches).
-func patchFor(c client.Client, cfg *ensureConfig, live client.Object) (client.Patch, error) {
+// patchFor chooses the patch from live to merged: strategic merge for
+// built-in typed objects, whose Go types carry the merge keys, and JSON merge
+// otherwise (custom resources do not accept strategic merge patches). A JSON
+// merge patch that carries a list replaces the whole list, elements another
+// writer added since live was read included, so such a patch always carries
+// the optimistic lock: it fails with a Conflict instead of dropping them.
+func patchFor(c client.Client, cfg *ensureConfig, live, merged client.Object) (client.Patch, error) {
 	var opts []client.MergeFromOption
 	if cfg.optimisticLock {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
@@ -266,7 +270,40 @@ func patchFor(c client.Client, cfg *ensureConfig, live client.Object) (client.Pa
 			return client.StrategicMergeFrom(live, opts...), nil
 		}
 	}
-	return client.MergeFromWithOptions(live, opts...), nil
+	patch := client.MergeFromWithOptions(live, opts...)
+	if !cfg.optimisticLock {
+		data, err := patch.Data(merged)
+		if err != nil {
+			return nil, err
+		}
+		if carriesList(data) {
+			patch = client.MergeFromWithOptions(live, client.MergeFromWithOptimisticLock{})
+		}
+	}
+	return patch, nil
+}
+
+// carriesList reports whether a JSON document holds an array anywhere.
+func carriesList(data []byte) bool {
+	var doc any
+	if json.Unmarshal(data, &doc) != nil {
+		return true // cannot tell: lock
+	}
+	var walk func(any) bool
+	walk = func(v any) bool {
+		switch v := v.(type) {
+		case []any:
+			return true
+		case map[string]any:
+			for _, e := range v {
+				if walk(e) {
+					return true
+				}
+			}
+		}
+		return false
+	}
+	return walk(doc)
 }
 
 func builtIn(gvk schema.GroupVersionKind) bool {

@@ -52,8 +52,12 @@ func Owner(owner client.Object) EnsureOption {
 // OptimisticLock makes patches carry the live object's resourceVersion, so a
 // patch fails with a Conflict when someone else wrote the object between the
 // read and the write. Without it the patch touches only the drifted fields,
-// which is usually safe without a lock. [EnsureApplied] ignores it:
-// server-side apply detects conflicting writers per field.
+// which is safe without a lock for fields, maps and, in strategic merge
+// patches of built-in types, keyed lists; a JSON merge patch (custom
+// resources, unstructured objects) that carries a list replaces the list
+// whole, so Ensure locks such a patch even without this option.
+// [EnsureApplied] ignores it: server-side apply detects conflicting writers
+// per field.
 func OptimisticLock() EnsureOption {
 	return ensureOptionFunc(func(c *ensureConfig) { c.optimisticLock = true })
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -590,5 +591,49 @@ func TestEnsureWritesAsTheFieldManager(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"creator/Update", "patcher/Update"}, managers(changed)); diff != "" {
 		t.Errorf("managers after patch (-want +got):\n%s", diff)
+	}
+}
+
+// TestEnsureLocksAJSONMergePatchThatReplacesAList proves that Ensure does not
+// drop list elements another writer added after Ensure read the object (a
+// JSON merge patch replaces a list whole): the patch carries the
+// resourceVersion, the server refuses it, and the other writer's element
+// survives for the next attempt to merge with.
+func TestEnsureLocksAJSONMergePatchThatReplacesAList(t *testing.T) {
+	direct, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := env.Namespace(t)
+	ctx := t.Context()
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listy"}, Spec: testapi.WidgetSpec{Items: []string{"a"}}}
+	if err := direct.Create(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	stale := w.DeepCopy()
+
+	// Another writer adds "b" after our (cached, now stale) read.
+	w.Spec.Items = append(w.Spec.Items, "b")
+	if err := direct.Update(ctx, w); err != nil {
+		t.Fatal(err)
+	}
+	cached := interceptor.NewClient(direct, interceptor.Funcs{
+		Get: func(_ context.Context, _ client.WithWatch, _ client.ObjectKey, obj client.Object, _ ...client.GetOption) error {
+			stale.DeepCopyInto(obj.(*testapi.Widget))
+			return nil
+		},
+	})
+
+	desired := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listy"}, Spec: testapi.WidgetSpec{Items: []string{"a", "c"}}}
+	_, err = reconcile.Ensure(ctx, cached, desired)
+	if !apierrors.IsConflict(err) {
+		t.Fatalf("Ensure from a stale read = %v, want a Conflict (the list patch must be locked)", err)
+	}
+	got := &testapi.Widget{}
+	if err := direct.Get(ctx, client.ObjectKeyFromObject(w), got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"a", "b"}, got.Spec.Items); diff != "" {
+		t.Errorf("items after the refused patch (-want +got):\n%s", diff)
 	}
 }

@@ -33,6 +33,9 @@ type WidgetSpec struct {
 	// Labels is a free-form map.
 	// +optional
 	Labels map[string]string `json:"labels,omitempty"`
+	// Items is a free-form list (a JSON merge patch replaces it whole).
+	// +optional
+	Items []string `json:"items,omitempty"`
 }
 
 // WidgetStatus is what a test's reconciler reports.
