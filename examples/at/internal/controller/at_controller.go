@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
@@ -114,8 +115,8 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods
 // they own. Status-only updates of an At (our own writes) do not trigger a
-// reconcile; spec changes and deletion do. Zero fields of o come from the
-// manager.
+// reconcile; spec changes and deletion do; of its Pod, only finishing and
+// deletion do. Zero fields of o come from the manager.
 func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if o.Client == nil {
 		o.Client = mgr.GetClient()
@@ -135,7 +136,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&atv1.At{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, finalizer.Predicate()))).
-		Owns(&corev1.Pod{}).
+		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished())).
 		Named("at").
 		Complete(loop)
 }
@@ -170,10 +171,11 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (ctrl.Result, erro
 	logger.Info("pod ensured", "pod", pod.Name, "operation", outcome.Operation)
 	at.Status.Phase = atv1.PhaseRunning
 	at.Status.PodName = pod.Name
-	// The Pod may have existed already (this At was read from a stale cache
-	// after an earlier reconcile created it) and even have finished: look
-	// at it now, because no further Pod event may come to wake us.
-	return r.observePod(ctx, at)
+	// Ensure left the live Pod in pod. It may have existed already (this At
+	// was read from a stale cache after an earlier reconcile created it)
+	// and even have finished: look at it now, as no further Pod event may
+	// come to wake us.
+	return observe(at, pod), nil
 }
 
 // observePod moves a RUNNING At to DONE when its Pod has finished.
@@ -196,17 +198,40 @@ func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) (ctrl.Result
 	case err != nil:
 		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", key.Name, err)
 	}
+	return observe(at, pod), nil
+}
+
+// observe moves a RUNNING At to DONE when its Pod has finished; until then
+// the Pod's finishing wakes us (see podFinished).
+func observe(at *atv1.At, pod *corev1.Pod) ctrl.Result {
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		at.Status.Outcome = atv1.OutcomeSucceeded
 	case corev1.PodFailed:
 		at.Status.Outcome = atv1.OutcomeFailed
 	default:
-		return ctrl.Result{}, nil // still running: the Pod's next change wakes us
+		return ctrl.Result{}
 	}
 	at.Status.Phase = atv1.PhaseDone
 	at.Status.ExitCode = exitCode(pod)
-	return ctrl.Result{}, nil
+	return ctrl.Result{}
+}
+
+// podFinished lets through the Pod events an At acts on: its Pod finished
+// (Succeeded or Failed) or is gone. The Pod's creation (we created it) and
+// its other changes (scheduled, started) need no reconcile, and skipping
+// them spares a reconcile that would read the At from a cache not yet
+// holding our last status write. After a controller restart the Ats' own
+// create events come first, so a Pod that finished meanwhile is seen then.
+func podFinished() predicate.Funcs {
+	finished := func(o client.Object) bool {
+		p, ok := o.(*corev1.Pod)
+		return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
+	}
+	return predicate.Funcs{
+		CreateFunc: func(event.CreateEvent) bool { return false },
+		UpdateFunc: func(e event.UpdateEvent) bool { return !finished(e.ObjectOld) && finished(e.ObjectNew) },
+	}
 }
 
 // progress is the At's summary for its conditions: PENDING and RUNNING are
