@@ -259,12 +259,18 @@ func progress(at *atv1.At) reconcile.Progress {
 }
 
 // deletePod is the At's finalizer: a Pod still running when its At is
-// deleted is deleted first (envtest and some clusters have no garbage
-// collector, and a running command should stop with its At).
+// deleted is deleted first, so the command stops with its At rather than
+// whenever the garbage collector gets to it. A DONE At's Pod is left to the
+// garbage collector.
 func (r *AtReconciler) deletePod(ctx context.Context, obj client.Object) error {
 	at, ok := obj.(*atv1.At)
 	if !ok {
 		return errors.Permanent(fmt.Errorf("finalizer %s: got %T, want *At", PodCleanupFinalizer, obj))
+	}
+	if at.Status.Phase == atv1.PhaseDone {
+		// The command has finished: nothing to stop. The garbage collector
+		// removes the Pod with its owner, as for any owned object.
+		return nil
 	}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: at.Namespace, Name: PodName(at)}}
 	err := r.client.Delete(ctx, pod, client.PropagationPolicy(metav1.DeletePropagationBackground))
