@@ -116,9 +116,9 @@ the kubelet: each Pod "runs" for %s, then gets status Succeeded with a terminate
 	r.WriteString(table)
 	fmt.Fprintf(&r, "\nRatios below 1 favour reconcilekit. The library controller's status writes are JSON merge patches\n"+
 		"carrying the resourceVersion it read (so a stale cache shows up as refused writes, never as lost data);\n"+
-		"the classic controller's are full Status().Update calls. The library adds the finalizer (one patch to add,\n"+
-		"one to remove) and deletes the Pod on deletion; the classic controller leaves that to the garbage collector,\n"+
-		"which envtest does not run.\n")
+		"the classic controller's are full Status().Update calls. The library adds a finalizer (one patch to add,\n"+
+		"one to remove), which deletes the Pod of an At deleted while its Pod may still run; the classic controller\n"+
+		"leaves every Pod to the garbage collector, which envtest does not run.\n")
 	if len(diff) > 0 {
 		fmt.Fprintf(&r, "\n## The diff engine (package reconcile)\n\n")
 		fmt.Fprintf(&r, "`go test -run '^$' -bench . -benchmem ./reconcile/`, in the same run. The object is a Deployment as\n"+
@@ -161,7 +161,7 @@ func goals(cmp comparison) string {
 // reliabilityTests describes the tests of reliability_test.go for the
 // report.
 var reliabilityTests = []string{
-	"`TestUnderInjectedFaultsEveryAtEndsDoneWithExactlyOnePod`: 200 Ats, 20% of the controller's writes and uncached reads fail (409, 429 with Retry-After, 500, 504, client timeout; seed 1), and 20% of successful Pod creates lose their response; every At must end DONE, Ready, with its finalizer, exactly one Pod accepted per At, and deletion must still run the finalizer.",
+	"`TestUnderInjectedFaultsEveryAtEndsDoneWithExactlyOnePod`: 200 Ats, 20% of the controller's writes and uncached reads fail (409, 429 with Retry-After, 500, 504, client timeout; seed 1), and 20% of successful Pod creates lose their response; every At must end DONE, Ready, with its finalizer, exactly one Pod accepted per At, and every At must still go when deleted.",
 	"`TestRestartingTheManagerAtRandomPointsCreatesNoSecondPod`: 100 Ats; the manager is stopped at 5 random points and a new one started; exactly one Pod per At, all DONE.",
 	"`TestASecondWritersFinalizerAndConditionsSurvive`: another client adds its finalizer and two conditions while the Ats run; none is lost, and deletion removes only the controller's own finalizer.",
 	"`TestTheAPIServerRejectsInvalidAts`: a schedule that is not a date-time, an empty schedule or command, and a command over 4096 bytes are rejected by the CRD.",

@@ -131,18 +131,12 @@ func TestUnderInjectedFaultsEveryAtEndsDoneWithExactlyOnePod(t *testing.T) {
 		t.Fatalf("no fault was injected: the test proves nothing")
 	}
 
-	// Deleting under faults: the finalizer still runs for every At.
+	// Deleting under faults: the finalizer still runs and lets every At
+	// go (a DONE At's finished Pod is left to the garbage collector, which
+	// envtest does not run), and deletion creates no Pod.
 	deleteAll(t, c, ns)
 	tr.waitGone(t, 2*time.Minute)
-	var pods corev1.PodList
-	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.DeletionTimestamp == nil {
-			t.Errorf("Pod %s outlived its At", p.Name)
-		}
-	}
+	checkOnePodEach(t, ats, creates, kl)
 }
 
 func TestRestartingTheManagerAtRandomPointsCreatesNoSecondPod(t *testing.T) {
