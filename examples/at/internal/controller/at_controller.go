@@ -27,6 +27,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -80,7 +81,17 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Policy maps errors to requeues. Nil means requeue's defaults.
 	Policy *requeue.Policy
+	// Workers is how many Ats are reconciled at once (different Ats only:
+	// the workqueue never hands one At to two workers). Zero means
+	// [DefaultWorkers].
+	Workers int
 }
+
+// DefaultWorkers is the default of Options.Workers. A reconcile spends its
+// time waiting for the API server, so a few workers keep it busy when many
+// Ats fall due at the same instant; every reconcilekit package is safe for
+// concurrent use.
+const DefaultWorkers = 4
 
 // New returns the At reconciler: a reconcile.Loop whose Sync and Progress
 // are the At's own logic.
@@ -134,10 +145,15 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if err != nil {
 		return err
 	}
+	workers := o.Workers
+	if workers <= 0 {
+		workers = DefaultWorkers
+	}
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&atv1.At{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, finalizer.Predicate()))).
 		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished())).
 		Named("at").
+		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
 		Complete(loop)
 }
 
