@@ -22,11 +22,13 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 
 	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -206,7 +208,8 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool) (err e
 		return err
 	}
 	if done {
-		say("the sample At is DONE")
+		say("the sample At is DONE; its events:")
+		printEvents(ctx, c, at)
 	}
 	if keep && ctx.Err() == nil {
 		say("still running (-keep); press Ctrl-C to stop")
@@ -299,6 +302,36 @@ func bindPods(ctx context.Context, c client.WithWatch) {
 			if err := c.SubResource("binding").Create(ctx, p, binding); err != nil && !apierrors.IsConflict(err) && ctx.Err() == nil {
 				say("  binder: %s/%s: %v", p.Namespace, p.Name, err)
 			}
+		}
+	}
+}
+
+// printEvents prints the At's events once the last transition's has been
+// written (the recorder writes them asynchronously), waiting up to 5 s.
+func printEvents(ctx context.Context, c client.Client, at *atv1.At) {
+	var list eventsv1.EventList
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		list.Items = nil
+		if err := c.List(ctx, &list, client.InNamespace(at.Namespace)); err != nil {
+			say("  listing events: %v", err)
+			return
+		}
+		last := false
+		for _, e := range list.Items {
+			if e.Regarding.Name == at.Name && e.Reason == controller.ReasonCommandSucceeded {
+				last = true
+			}
+		}
+		if last || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	sort.Slice(list.Items, func(i, j int) bool { return list.Items[i].EventTime.Before(&list.Items[j].EventTime) })
+	for _, e := range list.Items {
+		if e.Regarding.Kind == "At" && e.Regarding.Name == at.Name {
+			say("  event %s %s: %s", e.Type, e.Reason, e.Note)
 		}
 	}
 }
