@@ -181,6 +181,16 @@ func TestDiffTyped(t *testing.T) {
 			wantPaths: []string{"spec.template.spec.tolerations"},
 		},
 		{
+			name: "ignore rules reach inside the elements of an unkeyed list",
+			desired: func(d *appsv1.Deployment) {
+				d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](60)}}
+			},
+			actual: func(a *appsv1.Deployment) {
+				a.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)}}
+			},
+			opts: []reconcile.DiffOption{reconcile.IgnorePaths("spec.template.spec.tolerations[*].tolerationSeconds")},
+		},
+		{
 			name: "an owned unkeyed list is compared whole",
 			desired: func(d *appsv1.Deployment) {
 				d.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}

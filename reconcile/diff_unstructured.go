@@ -347,31 +347,15 @@ func (w *walker) ulist(d []any, ap *any) bool {
 // uunkeyed is unkeyedList for unstructured lists of objects with no key:
 // every desired element must equal a distinct actual element, in any order.
 func (w *walker) uunkeyed(d, al []any, ap *any) bool {
-	used := make([]bool, len(al))
-	for i := range d {
-		n := w.pushIndex(i)
-		ignored := w.ignored()
-		w.path = w.path[:n]
-		if ignored {
-			continue
-		}
-		found := false
-		for j := range al {
-			if used[j] {
-				continue
-			}
-			trial := walker{cfg: w.cfg, track: w.track, path: append([]byte(nil), w.path...)}
-			ae := al[j]
-			if trial.uvalue(d[i], &ae, "", false) {
-				used[j], found = true, true
-				break
-			}
-		}
-		if !found {
-			return w.uwhole(d, ap)
-		}
+	eq := func(i, j int) bool {
+		trial := walker{cfg: w.cfg, track: w.track, path: append([]byte(nil), w.path...)}
+		ae := al[j]
+		return trial.uvalue(d[i], &ae, "", false)
 	}
-	return true
+	if w.subset(len(d), len(al), eq) {
+		return true
+	}
+	return w.uwhole(d, ap)
 }
 
 func allObjects(list []any) bool {

@@ -431,23 +431,27 @@ func keyEqual(x, y reflect.Value) bool {
 // whole list, which has no key to address one element by; OwnList makes the
 // list compared whole, in order.
 func (w *walker) unkeyedList(d, a reflect.Value) bool {
-	used := make([]bool, a.Len())
-	for i := range d.Len() {
+	if w.subset(d.Len(), a.Len(), func(i, j int) bool { return w.equal(d.Index(i), a.Index(j)) }) {
+		return true
+	}
+	return w.wholeList(d, a)
+}
+
+// subset reports whether each of the nd desired elements that is not
+// ignored equals (by eq) a distinct one of the na actual elements.
+func (w *walker) subset(nd, na int, eq func(i, j int) bool) bool {
+	used := make([]bool, na)
+	for i := range nd {
 		n := w.pushIndex(i)
-		ignored := w.ignored()
-		w.path = w.path[:n]
-		if ignored {
-			continue
-		}
-		found := false
-		for j := range a.Len() {
-			if !used[j] && w.equal(d.Index(i), a.Index(j)) {
+		found := w.ignored()
+		for j := 0; j < na && !found; j++ {
+			if !used[j] && eq(i, j) { // eq sees the element's path, for ignore rules inside it
 				used[j], found = true, true
-				break
 			}
 		}
+		w.path = w.path[:n]
 		if !found {
-			return w.wholeList(d, a)
+			return false
 		}
 	}
 	return true
