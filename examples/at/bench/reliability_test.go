@@ -56,8 +56,13 @@ func checkOnePodEach(t *testing.T, ats []*atv1.At, creates *createLog, kl *kubel
 	t.Helper()
 	accepted, seen := creates.byAt(), kl.podsSeen()
 	for _, at := range ats {
-		if n := len(accepted[at.Name]); n != 1 {
-			t.Errorf("At %s: %d Pod creates accepted by the API server, want exactly 1", at.Name, n)
+		// accepted is what the controller's client was told. A create
+		// whose request was cut short (a manager stopped mid-request, a
+		// lost response) may have been stored while the client saw an
+		// error, so it can be 0; the kubelet's count below is the server's
+		// truth: exactly one Pod ever existed.
+		if n := len(accepted[at.Name]); n > 1 {
+			t.Errorf("At %s: %d Pod creates accepted by the API server, want at most 1", at.Name, n)
 		}
 		if n := seen[at.Name]; n != 1 {
 			t.Errorf("At %s: the kubelet saw %d distinct Pods, want exactly 1", at.Name, n)
