@@ -181,24 +181,8 @@ func (w *walker) umap(d, a map[string]any, quantity bool) bool {
 		}
 		w.path = w.path[:n]
 	}
-	if owned {
-		for k, av := range a {
-			if _, found := d[k]; found {
-				continue
-			}
-			n := w.pushKeyOrField(k)
-			if !w.ignored() && w.udiffers(nil, av, false, true) {
-				eq = false
-				if w.overlay {
-					delete(a, k)
-				}
-				if !w.explain {
-					w.path = w.path[:n]
-					return false
-				}
-			}
-			w.path = w.path[:n]
-		}
+	if owned && !dropExtraKeys(w, d, a, w.pushKeyOrField, func(v any) bool { return w.udiffers(nil, v, false, true) }) {
+		eq = false
 	}
 	return eq
 }

@@ -690,24 +690,10 @@ func (w *walker) stringMap(d, a reflect.Value, owned bool) bool {
 		}
 		w.path = w.path[:n]
 	}
-	if owned {
-		for k := range am {
-			if _, found := dm[k]; found {
-				continue
-			}
-			n := w.pushKey(k)
-			if !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(am[k]), false, true) {
-				eq = false
-				if w.overlay {
-					delete(am, k)
-				}
-				if !w.explain {
-					w.path = w.path[:n]
-					return false
-				}
-			}
-			w.path = w.path[:n]
-		}
+	if owned && !dropExtraKeys(w, dm, am, w.pushKey, func(v string) bool {
+		return w.differs(reflect.Value{}, reflect.ValueOf(v), false, true)
+	}) {
+		eq = false
 	}
 	return eq
 }
@@ -742,24 +728,36 @@ func (w *walker) resourceList(d, a reflect.Value, owned bool) bool {
 		}
 		w.path = w.path[:n]
 	}
-	if owned {
-		for k := range am {
-			if _, found := dm[k]; found {
-				continue
-			}
-			n := w.pushKey(string(k))
-			if !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(am[k]), false, true) {
-				eq = false
-				if w.overlay {
-					delete(am, k)
-				}
-				if !w.explain {
-					w.path = w.path[:n]
-					return false
-				}
-			}
-			w.path = w.path[:n]
+	if owned && !dropExtraKeys(w, dm, am, w.pushKey, func(v resource.Quantity) bool {
+		return w.differs(reflect.Value{}, reflect.ValueOf(v), false, true)
+	}) {
+		eq = false
+	}
+	return eq
+}
+
+// dropExtraKeys handles the keys of an owned map that actual has and
+// desired lacks: each one not ignored is drift (removed from a when
+// overlaying). It reports whether there was none; without explain it stops
+// at the first.
+func dropExtraKeys[K ~string, V any](w *walker, d, a map[K]V, push func(string) int, differs func(V) bool) bool {
+	eq := true
+	for k, av := range a {
+		if _, found := d[k]; found {
+			continue
 		}
+		n := push(string(k))
+		if !w.ignored() && differs(av) {
+			eq = false
+			if w.overlay {
+				delete(a, k)
+			}
+			if !w.explain {
+				w.path = w.path[:n]
+				return false
+			}
+		}
+		w.path = w.path[:n]
 	}
 	return eq
 }
