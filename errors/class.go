@@ -12,38 +12,38 @@ import "strconv"
 type Class int
 
 const (
-	// None is the class of a nil error: nothing failed.
-	None Class = iota
+	// ClassNone is the class of a nil error: nothing failed.
+	ClassNone Class = iota
 	// ClassTransient is a failure that may go away by itself (a network
 	// error, an overloaded or restarting API server, unknown errors): retry
 	// with backoff and report it.
 	ClassTransient
-	// Conflict is an optimistic-concurrency failure (HTTP 409: the object
+	// ClassConflict is an optimistic-concurrency failure (HTTP 409: the object
 	// changed since it was read, or it already exists): retry soon, quietly,
 	// after reading the newer object.
-	Conflict
-	// Throttled is a request to slow down (HTTP 429, or any API status with a
+	ClassConflict
+	// ClassThrottled is a request to slow down (HTTP 429, or any API status with a
 	// Retry-After, or a [RetryAfter] marker): retry after the delay
 	// [Classify] returns, not sooner.
-	Throttled
+	ClassThrottled
 	// ClassPermanent is a failure that retrying the same input cannot fix
 	// (the object is invalid, a [Permanent] marker, a
 	// reconcile.TerminalError): do not retry until the object changes.
 	ClassPermanent
-	// Canceled is context.Canceled: the work was cut short, normally because
+	// ClassCanceled is context.Canceled: the work was cut short, normally because
 	// the controller is shutting down. It is not a failure of the reconcile
 	// and is not logged as one; requeue.Policy treats it as transient when
 	// its own context is still alive.
-	Canceled
+	ClassCanceled
 )
 
 var classNames = [...]string{
-	None:           "none",
+	ClassNone:      "none",
 	ClassTransient: "transient",
-	Conflict:       "conflict",
-	Throttled:      "throttled",
+	ClassConflict:  "conflict",
+	ClassThrottled: "throttled",
 	ClassPermanent: "permanent",
-	Canceled:       "canceled",
+	ClassCanceled:  "canceled",
 }
 
 // String returns the class as a lowercase word ("transient", "conflict",
@@ -56,9 +56,9 @@ func (c Class) String() string {
 }
 
 // Retryable reports whether a reconcile that failed with class c should run
-// again: true for [ClassTransient], [Conflict] and [Throttled].
+// again: true for [ClassTransient], [ClassConflict] and [ClassThrottled].
 func (c Class) Retryable() bool {
-	return c == ClassTransient || c == Conflict || c == Throttled
+	return c == ClassTransient || c == ClassConflict || c == ClassThrottled
 }
 
 // rank orders classes inside a joined error: the highest rank present
@@ -67,13 +67,13 @@ func (c Class) rank() int {
 	switch c {
 	case ClassPermanent:
 		return 1
-	case Conflict:
+	case ClassConflict:
 		return 2
-	case Throttled:
+	case ClassThrottled:
 		return 3
 	case ClassTransient:
 		return 4
-	case Canceled:
+	case ClassCanceled:
 		return 5
 	}
 	return 0

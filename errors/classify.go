@@ -17,29 +17,29 @@ import (
 // chains are a few dozen errors deep.
 const maxNodes = 10_000
 
-// Classify returns err's [Class] and, for [Throttled], the delay the server
+// Classify returns err's [Class] and, for [ClassThrottled], the delay the server
 // (or a [RetryAfter] marker) asked for; the delay is 0 otherwise, and also
 // when a throttling server suggested none.
 //
 // The first rule that matches decides, looking down err's %w chain:
 //
-//  1. nil is [None];
+//  1. nil is [ClassNone];
 //  2. the outermost marker ([Permanent], [Transient], [RetryAfter]);
 //  3. a reconcile.TerminalError is [ClassPermanent];
 //  4. a Kubernetes API status error, by the table in the package
 //     documentation;
-//  5. context.Canceled is [Canceled]; context.DeadlineExceeded, network
+//  5. context.Canceled is [ClassCanceled]; context.DeadlineExceeded, network
 //     timeouts, refused, reset or aborted connections and
 //     io.ErrUnexpectedEOF are [ClassTransient];
 //  6. where the chain splits ([Join], or [Errorf] with several %w), each
 //     branch is classified on its own and the most urgent class wins:
-//     [Canceled], then [ClassTransient], then [Throttled] (with the longest
-//     delay among the throttled branches), then [Conflict];
+//     [ClassCanceled], then [ClassTransient], then [ClassThrottled] (with the longest
+//     delay among the throttled branches), then [ClassConflict];
 //     [ClassPermanent] only when every branch is permanent;
 //  7. anything else is [ClassTransient]: unknown errors are retried.
 func Classify(err error) (Class, time.Duration) {
 	if err == nil {
-		return None, 0
+		return ClassNone, 0
 	}
 	budget := maxNodes
 	v := walk(err, &budget, false)
@@ -171,15 +171,15 @@ func fromStatus(st metav1.Status) verdict {
 	v := verdict{class: ClassTransient, reason: statusReason(st)}
 	// apierrors.SuggestsClientDelay: the server asked the client to wait.
 	if st.Details != nil && st.Details.RetryAfterSeconds > 0 {
-		v.class = Throttled
+		v.class = ClassThrottled
 		v.delay = time.Duration(st.Details.RetryAfterSeconds) * time.Second
 		return v
 	}
 	switch st.Reason {
 	case metav1.StatusReasonConflict, metav1.StatusReasonAlreadyExists:
-		v.class = Conflict
+		v.class = ClassConflict
 	case metav1.StatusReasonTooManyRequests:
-		v.class = Throttled
+		v.class = ClassThrottled
 	case metav1.StatusReasonInvalid, metav1.StatusReasonBadRequest,
 		metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonUnsupportedMediaType,
 		metav1.StatusReasonMethodNotAllowed, metav1.StatusReasonNotAcceptable:
@@ -194,9 +194,9 @@ func fromStatus(st metav1.Status) verdict {
 		// API with its own reasons): go by the HTTP code.
 		switch st.Code {
 		case http.StatusConflict:
-			v.class = Conflict
+			v.class = ClassConflict
 		case http.StatusTooManyRequests:
-			v.class = Throttled
+			v.class = ClassThrottled
 		case http.StatusBadRequest, http.StatusMethodNotAllowed, http.StatusNotAcceptable,
 			http.StatusRequestEntityTooLarge, http.StatusUnsupportedMediaType,
 			http.StatusUnprocessableEntity:
@@ -263,7 +263,7 @@ func statusReason(st metav1.Status) string {
 func fromNetwork(err error) (verdict, bool) {
 	switch {
 	case is(err, context.Canceled):
-		return verdict{class: Canceled, reason: "Canceled"}, true
+		return verdict{class: ClassCanceled, reason: "Canceled"}, true
 	case is(err, context.DeadlineExceeded):
 		return verdict{class: ClassTransient, reason: "DeadlineExceeded"}, true
 	case is(err, io.ErrUnexpectedEOF):

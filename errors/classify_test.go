@@ -49,14 +49,14 @@ func TestClassifyAPIStatus(t *testing.T) {
 		err  error
 		want outcome
 	}{
-		{"Conflict", apierrors.NewConflict(widgets, "w", errors.New("the object has been modified")), outcome{errors.Conflict, 0, "Conflict"}},
-		{"AlreadyExists", apierrors.NewAlreadyExists(widgets, "w"), outcome{errors.Conflict, 0, "AlreadyExists"}},
-		{"GenerateNameConflict asks for a delay", apierrors.NewGenerateNameConflict(widgets, "w-", 1), outcome{errors.Throttled, time.Second, "AlreadyExists"}},
-		{"TooManyRequests with Retry-After", apierrors.NewTooManyRequests("slow down", 7), outcome{errors.Throttled, 7 * time.Second, "TooManyRequests"}},
-		{"TooManyRequests without delay", apierrors.NewTooManyRequestsError("slow down"), outcome{errors.Throttled, 0, "TooManyRequests"}},
-		{"ServerTimeout with delay", apierrors.NewServerTimeout(widgets, "update", 3), outcome{errors.Throttled, 3 * time.Second, "ServerTimeout"}},
+		{"Conflict", apierrors.NewConflict(widgets, "w", errors.New("the object has been modified")), outcome{errors.ClassConflict, 0, "Conflict"}},
+		{"AlreadyExists", apierrors.NewAlreadyExists(widgets, "w"), outcome{errors.ClassConflict, 0, "AlreadyExists"}},
+		{"GenerateNameConflict asks for a delay", apierrors.NewGenerateNameConflict(widgets, "w-", 1), outcome{errors.ClassThrottled, time.Second, "AlreadyExists"}},
+		{"TooManyRequests with Retry-After", apierrors.NewTooManyRequests("slow down", 7), outcome{errors.ClassThrottled, 7 * time.Second, "TooManyRequests"}},
+		{"TooManyRequests without delay", apierrors.NewTooManyRequestsError("slow down"), outcome{errors.ClassThrottled, 0, "TooManyRequests"}},
+		{"ServerTimeout with delay", apierrors.NewServerTimeout(widgets, "update", 3), outcome{errors.ClassThrottled, 3 * time.Second, "ServerTimeout"}},
 		{"ServerTimeout without delay", apierrors.NewServerTimeout(widgets, "update", 0), outcome{errors.ClassTransient, 0, "ServerTimeout"}},
-		{"Timeout with delay", apierrors.NewTimeoutError("etcd slow", 2), outcome{errors.Throttled, 2 * time.Second, "Timeout"}},
+		{"Timeout with delay", apierrors.NewTimeoutError("etcd slow", 2), outcome{errors.ClassThrottled, 2 * time.Second, "Timeout"}},
 		{"Timeout without delay", apierrors.NewTimeoutError("etcd slow", 0), outcome{errors.ClassTransient, 0, "Timeout"}},
 		{"ServiceUnavailable", apierrors.NewServiceUnavailable("starting"), outcome{errors.ClassTransient, 0, "ServiceUnavailable"}},
 		{"InternalError", apierrors.NewInternalError(errors.New("boom")), outcome{errors.ClassTransient, 0, "InternalError"}},
@@ -72,12 +72,12 @@ func TestClassifyAPIStatus(t *testing.T) {
 		{"UnsupportedMediaType", status(http.StatusUnsupportedMediaType, metav1.StatusReasonUnsupportedMediaType), outcome{errors.ClassPermanent, 0, "UnsupportedMediaType"}},
 		{"MethodNotAllowed", apierrors.NewMethodNotSupported(widgets, "patch"), outcome{errors.ClassPermanent, 0, "MethodNotAllowed"}},
 		{"NotAcceptable", status(http.StatusNotAcceptable, metav1.StatusReasonNotAcceptable), outcome{errors.ClassPermanent, 0, "NotAcceptable"}},
-		{"unknown reason, code 409", status(http.StatusConflict, ""), outcome{errors.Conflict, 0, "Conflict"}},
-		{"unknown reason, code 429", status(http.StatusTooManyRequests, "SomethingNew"), outcome{errors.Throttled, 0, "SomethingNew"}},
+		{"unknown reason, code 409", status(http.StatusConflict, ""), outcome{errors.ClassConflict, 0, "Conflict"}},
+		{"unknown reason, code 429", status(http.StatusTooManyRequests, "SomethingNew"), outcome{errors.ClassThrottled, 0, "SomethingNew"}},
 		{"unknown reason, code 422", status(http.StatusUnprocessableEntity, ""), outcome{errors.ClassPermanent, 0, "Invalid"}},
 		{"unknown reason, code 418", status(http.StatusTeapot, ""), outcome{errors.ClassTransient, 0, "TransientError"}},
 		{"reason that is not a valid condition reason", status(http.StatusBadRequest, "bad reason!"), outcome{errors.ClassPermanent, 0, "BadRequest"}},
-		{"wrapped with %w", fmt.Errorf("update widget: %w", apierrors.NewConflict(widgets, "w", errors.New("modified"))), outcome{errors.Conflict, 0, "Conflict"}},
+		{"wrapped with %w", fmt.Errorf("update widget: %w", apierrors.NewConflict(widgets, "w", errors.New("modified"))), outcome{errors.ClassConflict, 0, "Conflict"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -90,7 +90,7 @@ func TestClassifyAPIStatus(t *testing.T) {
 
 // TestClassifyMarkersAndPrecedence proves markers win over inference, the
 // outermost marker wins, terminal errors win over API statuses, and nil is
-// None.
+// ClassNone.
 func TestClassifyMarkersAndPrecedence(t *testing.T) {
 	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
 	invalid := apierrors.NewBadRequest("nonsense")
@@ -100,12 +100,12 @@ func TestClassifyMarkersAndPrecedence(t *testing.T) {
 		err  error
 		want outcome
 	}{
-		{"nil", nil, outcome{errors.None, 0, ""}},
+		{"nil", nil, outcome{errors.ClassNone, 0, ""}},
 		{"unknown error is transient", plain, outcome{errors.ClassTransient, 0, "TransientError"}},
 		{"Permanent marker", errors.Permanent(plain), outcome{errors.ClassPermanent, 0, "PermanentError"}},
 		{"Transient marker", errors.Transient(plain), outcome{errors.ClassTransient, 0, "TransientError"}},
-		{"RetryAfter marker", errors.RetryAfter(plain, 90*time.Second), outcome{errors.Throttled, 90 * time.Second, "RetryAfter"}},
-		{"RetryAfter negative delay is 0", errors.RetryAfter(plain, -time.Second), outcome{errors.Throttled, 0, "RetryAfter"}},
+		{"RetryAfter marker", errors.RetryAfter(plain, 90*time.Second), outcome{errors.ClassThrottled, 90 * time.Second, "RetryAfter"}},
+		{"RetryAfter negative delay is 0", errors.RetryAfter(plain, -time.Second), outcome{errors.ClassThrottled, 0, "RetryAfter"}},
 		{"Permanent over a conflict, reason from the cause", errors.Permanent(conflict), outcome{errors.ClassPermanent, 0, "Conflict"}},
 		{"Transient over an invalid request", errors.Transient(invalid), outcome{errors.ClassTransient, 0, "BadRequest"}},
 		{"outermost marker wins", errors.Transient(fmt.Errorf("x: %w", errors.Permanent(plain))), outcome{errors.ClassTransient, 0, "TransientError"}},
@@ -117,7 +117,7 @@ func TestClassifyMarkersAndPrecedence(t *testing.T) {
 		{"marker over terminal", errors.Transient(reconcile.TerminalError(plain)), outcome{errors.ClassTransient, 0, "TransientError"}},
 		{"terminal over a transient marker", reconcile.TerminalError(errors.Transient(plain)), outcome{errors.ClassPermanent, 0, "PermanentError"}},
 		{"terminal over a retry-after marker", reconcile.TerminalError(errors.RetryAfter(plain, time.Second)), outcome{errors.ClassPermanent, 0, "PermanentError"}},
-		{"API status over network in one chain", fmt.Errorf("x: %w", &statusWrapping{conflict, io.ErrUnexpectedEOF}), outcome{errors.Conflict, 0, "Conflict"}},
+		{"API status over network in one chain", fmt.Errorf("x: %w", &statusWrapping{conflict, io.ErrUnexpectedEOF}), outcome{errors.ClassConflict, 0, "Conflict"}},
 		{"terminal over network in one chain", reconcile.TerminalError(fmt.Errorf("x: %w", io.ErrUnexpectedEOF)), outcome{errors.ClassPermanent, 0, "UnexpectedEOF"}},
 	}
 	for _, tt := range tests {
@@ -144,14 +144,14 @@ func TestClassifyJoined(t *testing.T) {
 		want outcome
 	}{
 		{"all permanent", errors.Join(perm, apierrors.NewBadRequest("x")), outcome{errors.ClassPermanent, 0, "PermanentError"}},
-		{"permanent and conflict", errors.Join(perm, conflict), outcome{errors.Conflict, 0, "Conflict"}},
-		{"conflict and throttled", errors.Join(conflict, throttled), outcome{errors.Throttled, 2 * time.Second, "TooManyRequests"}},
-		{"longest delay among throttled, first reason", errors.Join(throttled, throttledLonger), outcome{errors.Throttled, 5 * time.Second, "TooManyRequests"}},
+		{"permanent and conflict", errors.Join(perm, conflict), outcome{errors.ClassConflict, 0, "Conflict"}},
+		{"conflict and throttled", errors.Join(conflict, throttled), outcome{errors.ClassThrottled, 2 * time.Second, "TooManyRequests"}},
+		{"longest delay among throttled, first reason", errors.Join(throttled, throttledLonger), outcome{errors.ClassThrottled, 5 * time.Second, "TooManyRequests"}},
 		{"throttled and transient", errors.Join(throttled, transient, perm), outcome{errors.ClassTransient, 0, "ServiceUnavailable"}},
-		{"canceled beats everything", errors.Join(transient, context.Canceled), outcome{errors.Canceled, 0, "Canceled"}},
+		{"canceled beats everything", errors.Join(transient, context.Canceled), outcome{errors.ClassCanceled, 0, "Canceled"}},
 		{"unknown part makes it transient", errors.Join(perm, errors.New("?")), outcome{errors.ClassTransient, 0, "TransientError"}},
-		{"nested joins through %w", fmt.Errorf("outer: %w", errors.Join(perm, fmt.Errorf("in: %w", errors.Join(perm, conflict)))), outcome{errors.Conflict, 0, "Conflict"}},
-		{"Errorf with several %w", fmt.Errorf("%w and %w", perm, throttled), outcome{errors.Throttled, 2 * time.Second, "TooManyRequests"}},
+		{"nested joins through %w", fmt.Errorf("outer: %w", errors.Join(perm, fmt.Errorf("in: %w", errors.Join(perm, conflict)))), outcome{errors.ClassConflict, 0, "Conflict"}},
+		{"Errorf with several %w", fmt.Errorf("%w and %w", perm, throttled), outcome{errors.ClassThrottled, 2 * time.Second, "TooManyRequests"}},
 		{"marker over a join", errors.Permanent(errors.Join(conflict, transient)), outcome{errors.ClassPermanent, 0, "ServiceUnavailable"}},
 	}
 	for _, tt := range tests {
@@ -254,7 +254,7 @@ func TestClassifyRealNetworkErrors(t *testing.T) {
 }
 
 // TestClassifyContextErrors uses real context errors: deadline is transient,
-// cancellation is Canceled, also when wrapped by a network operation.
+// cancellation is ClassCanceled, also when wrapped by a network operation.
 func TestClassifyContextErrors(t *testing.T) {
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
@@ -268,10 +268,10 @@ func TestClassifyContextErrors(t *testing.T) {
 		err  error
 		want outcome
 	}{
-		{"canceled", canceled.Err(), outcome{errors.Canceled, 0, "Canceled"}},
+		{"canceled", canceled.Err(), outcome{errors.ClassCanceled, 0, "Canceled"}},
 		{"deadline", expired.Err(), outcome{errors.ClassTransient, 0, "DeadlineExceeded"}},
 		{"wrapped deadline", fmt.Errorf("get: %w", expired.Err()), outcome{errors.ClassTransient, 0, "DeadlineExceeded"}},
-		{"dial with a canceled context", dialCanceled, outcome{errors.Canceled, 0, "Canceled"}},
+		{"dial with a canceled context", dialCanceled, outcome{errors.ClassCanceled, 0, "Canceled"}},
 		{"unexpected EOF", fmt.Errorf("watch: %w", io.ErrUnexpectedEOF), outcome{errors.ClassTransient, 0, "UnexpectedEOF"}},
 	}
 	for _, tt := range tests {
@@ -337,7 +337,7 @@ func (m multi) Unwrap() []error { return m }
 
 func TestClassString(t *testing.T) {
 	got := []string{}
-	for c := errors.None; c <= errors.Canceled+1; c++ {
+	for c := errors.ClassNone; c <= errors.ClassCanceled+1; c++ {
 		got = append(got, c.String())
 	}
 	want := []string{"none", "transient", "conflict", "throttled", "permanent", "canceled", "Class(6)"}
@@ -351,8 +351,8 @@ func TestClassString(t *testing.T) {
 
 func TestClassRetryable(t *testing.T) {
 	want := map[errors.Class]bool{
-		errors.None: false, errors.ClassTransient: true, errors.Conflict: true,
-		errors.Throttled: true, errors.ClassPermanent: false, errors.Canceled: false,
+		errors.ClassNone: false, errors.ClassTransient: true, errors.ClassConflict: true,
+		errors.ClassThrottled: true, errors.ClassPermanent: false, errors.ClassCanceled: false,
 	}
 	got := map[errors.Class]bool{}
 	for c := range want {

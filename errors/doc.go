@@ -5,8 +5,8 @@
 // [Errorf], [ErrUnsupported] are re-exported), so a file can import it in
 // place of the standard one.
 //
-// [Classify] returns a [Class] ([None], [ClassTransient], [Conflict],
-// [Throttled], [ClassPermanent], [Canceled]) and, when throttled, the delay
+// [Classify] returns a [Class] ([ClassNone], [ClassTransient], [ClassConflict],
+// [ClassThrottled], [ClassPermanent], [ClassCanceled]) and, when throttled, the delay
 // to wait. Callers state what they know with markers, [Permanent],
 // [Transient] and [RetryAfter], which keep the cause visible to [Is] and
 // [As] and win over everything inferred. A [Permanent] error is also a
@@ -15,7 +15,8 @@
 // retrying it and counts it in its terminal-error metric. [Reason] and
 // [Message] turn an error into a condition reason and a condition message
 // that stay the same across retries of the same failure, so a status writer
-// does not rewrite status on every attempt.
+// does not rewrite status on every attempt; [WithReason] lets a reconciler
+// name a failure itself ("InvalidSpec" rather than "PermanentError").
 //
 // The package decides; it does not act. The requeue package maps a class to
 // the ctrl.Result and error a Reconcile returns.
@@ -60,7 +61,7 @@
 //
 // # Other errors
 //
-// context.Canceled is [Canceled]: usually the controller is shutting down,
+// context.Canceled is [ClassCanceled]: usually the controller is shutting down,
 // which is not a failure. context.DeadlineExceeded, network timeouts
 // (net.Error.Timeout), refused, reset and aborted connections, unreachable
 // hosts and io.ErrUnexpectedEOF are transient. A reconcile.TerminalError is
@@ -73,10 +74,10 @@
 // marker, then a reconcile.TerminalError, then an API status, then a
 // context or network error. Where the chain splits ([Join], or [Errorf] with
 // several %w verbs) each branch is classified alone and the most urgent
-// class wins: [Canceled] (the work was interrupted, so the rest says
+// class wins: [ClassCanceled] (the work was interrupted, so the rest says
 // nothing), then [ClassTransient] (an unexplained failure must be reported
-// and backed off), then [Throttled] (with the longest delay, so no server is
-// retried early), then [Conflict]. A joined error is [ClassPermanent] only
+// and backed off), then [ClassThrottled] (with the longest delay, so no server is
+// retried early), then [ClassConflict]. A joined error is [ClassPermanent] only
 // when every branch is permanent: if any part may succeed on retry, retry.
 //
 // A walk inspects at most 10,000 errors, so a cyclic Unwrap cannot hang it,

@@ -59,9 +59,9 @@ func TestClassifyRealAPIServerErrors(t *testing.T) {
 		code int32
 		want outcome
 	}{
-		{"stale update", conflictErr, 409, outcome{errors.Conflict, 0, "Conflict"}},
+		{"stale update", conflictErr, 409, outcome{errors.ClassConflict, 0, "Conflict"}},
 		{"replicas -1 rejected by the CRD schema", invalidErr, 422, outcome{errors.ClassPermanent, 0, "Invalid"}},
-		{"create of an existing name", existsErr, 409, outcome{errors.Conflict, 0, "AlreadyExists"}},
+		{"create of an existing name", existsErr, 409, outcome{errors.ClassConflict, 0, "AlreadyExists"}},
 		{"get of a missing object", notFoundErr, 404, outcome{errors.ClassTransient, 0, "NotFound"}},
 	}
 	for _, tt := range tests {

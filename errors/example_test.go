@@ -67,3 +67,14 @@ func ExampleJoin() {
 	// Output:
 	// conflict
 }
+
+// A reconciler names its own failures: the condition and the event say
+// InvalidSpec, not PermanentError.
+func ExampleWithReason() {
+	err := errors.Permanent(errors.WithReason(
+		errors.New(`spec.schedule "tomorrow" is not an RFC 3339 time`), "InvalidSpec"))
+	class, _ := errors.Classify(err)
+	fmt.Println(class, errors.Reason(err))
+	// Output:
+	// permanent InvalidSpec
+}

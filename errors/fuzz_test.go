@@ -76,7 +76,7 @@ func build(data []byte, pos *int, depth int) error {
 
 // FuzzClassify proves Classify, Reason and Message never panic on arbitrary
 // nested wrap/join trees, return a declared class with a non-negative delay
-// only for Throttled, and a valid condition reason.
+// only for ClassThrottled, and a valid condition reason.
 func FuzzClassify(f *testing.F) {
 	for _, seed := range [][]byte{
 		{0}, {3, 8}, {2, 2, 2, 4, 16}, {7, 0, 8, 16}, {0x87, 0xff, 8, 3, 24},
@@ -89,21 +89,21 @@ func FuzzClassify(f *testing.F) {
 		err := build(data, &pos, 0)
 		class, delay := errors.Classify(err)
 		if err == nil {
-			if class != errors.None {
+			if class != errors.ClassNone {
 				t.Fatalf("Classify(nil) = %v", class)
 			}
 			return
 		}
-		if class <= errors.None || class > errors.Canceled {
+		if class <= errors.ClassNone || class > errors.ClassCanceled {
 			t.Fatalf("Classify = %v, not a class of a non-nil error", class)
 		}
-		if delay < 0 || (delay != 0 && class != errors.Throttled) {
+		if delay < 0 || (delay != 0 && class != errors.ClassThrottled) {
 			t.Fatalf("Classify = %v, %v: delay only for throttled, never negative", class, delay)
 		}
 		if r := errors.Reason(err); !reasonPattern.MatchString(r) {
 			t.Fatalf("Reason = %q, not a valid condition reason", r)
 		}
-		if m := errors.Message(err); len(m) > errors.MaxMessageLength {
+		if m := errors.Message(err); len(m) > errors.MessageLimit {
 			t.Fatalf("Message has %d bytes", len(m))
 		}
 		// Markers: a Permanent outermost decides regardless of the rest.

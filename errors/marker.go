@@ -46,14 +46,14 @@ func Transient(err error) error {
 }
 
 // RetryAfter marks err as a failure to retry after d, not sooner: [Classify]
-// returns [Throttled] and d. A negative d counts as 0, which leaves the delay
+// returns [ClassThrottled] and d. A negative d counts as 0, which leaves the delay
 // to the caller (requeue.Policy then uses its default throttle delay). The
 // cause stays visible to [Is], [As] and [Unwrap]. RetryAfter(nil, d) is nil.
 func RetryAfter(err error, d time.Duration) error {
 	if err == nil {
 		return nil
 	}
-	return &markerError{err: err, class: Throttled, delay: max(d, 0), reason: "RetryAfter"}
+	return &markerError{err: err, class: ClassThrottled, delay: max(d, 0), reason: "RetryAfter"}
 }
 
 func (e *markerError) Error() string {

@@ -8,7 +8,8 @@ import (
 )
 
 // Reason returns a short, stable CamelCase word for err, fit for
-// metav1.Condition.Reason: "" for nil; otherwise the most specific cause
+// metav1.Condition.Reason: "" for nil; the reason given with [WithReason]
+// when err carries one; otherwise the most specific cause
 // found, even beneath a marker: the API status reason ("Conflict",
 // "Invalid", "Forbidden", "NotFound", "TooManyRequests", ...), then a
 // network or context cause ("ConnectionRefused", "ConnectionReset",
@@ -22,6 +23,10 @@ func Reason(err error) string {
 		return ""
 	}
 	budget := maxNodes
+	if r, ok := explicitReason(err, &budget); ok {
+		return r
+	}
+	budget = maxNodes
 	v := walk(err, &budget, true)
 	if v.reason != "" {
 		return v.reason
@@ -32,21 +37,21 @@ func Reason(err error) string {
 	switch v.class {
 	case ClassPermanent:
 		return "PermanentError"
-	case Conflict:
+	case ClassConflict:
 		return "Conflict"
-	case Throttled:
+	case ClassThrottled:
 		return "Throttled"
-	case Canceled:
+	case ClassCanceled:
 		return "Canceled"
 	}
 	return "TransientError"
 }
 
-// MaxMessageLength is the longest [Message] returns, in bytes. The API server
+// MessageLimit is the longest [Message] returns, in bytes. The API server
 // accepts condition messages up to 32768 bytes; 1024 keeps `kubectl get`,
 // `kubectl describe` and events readable and status objects small, and is
 // ample for the first lines of any error.
-const MaxMessageLength = 1024
+const MessageLimit = 1024
 
 // volatile lists the parts of error texts that change between two attempts
 // of the same failing operation, with what replaces them. Order matters:
@@ -80,7 +85,7 @@ var volatile = []struct {
 // and memory addresses are replaced by placeholders ("<time>", "<uid>",
 // "<rv>", "<id>", "<port>", "<addr>"); the lines of a joined error are joined
 // with "; "; runs of white space become one space; invalid UTF-8 is replaced;
-// and the result is cut at a rune boundary to at most [MaxMessageLength]
+// and the result is cut at a rune boundary to at most [MessageLimit]
 // bytes, ending in "..." when cut. Message(nil) is "".
 func Message(err error) string {
 	if err == nil {
@@ -96,7 +101,7 @@ func Message(err error) string {
 		}
 	}
 	s = strings.Join(strings.Fields(s), " ")
-	return truncate(s, MaxMessageLength)
+	return truncate(s, MessageLimit)
 }
 
 // truncate cuts s to at most n bytes at a rune boundary, marking the cut.

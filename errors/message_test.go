@@ -102,15 +102,15 @@ func TestMessageBounds(t *testing.T) {
 	if got := errors.Message(nil); got != "" {
 		t.Errorf("Message(nil) = %q, want empty", got)
 	}
-	long := strings.Repeat("é", errors.MaxMessageLength) // 2 bytes a rune
+	long := strings.Repeat("é", errors.MessageLimit) // 2 bytes a rune
 	got := errors.Message(errors.New(long))
-	if len(got) > errors.MaxMessageLength || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
+	if len(got) > errors.MessageLimit || !utf8.ValidString(got) || !strings.HasSuffix(got, "...") {
 		t.Errorf("Message(long) has %d bytes, valid UTF-8 %v, suffix %q; want <= %d, valid, ending in ...",
-			len(got), utf8.ValidString(got), got[max(0, len(got)-5):], errors.MaxMessageLength)
+			len(got), utf8.ValidString(got), got[max(0, len(got)-5):], errors.MessageLimit)
 	}
-	exact := strings.Repeat("a", errors.MaxMessageLength)
+	exact := strings.Repeat("a", errors.MessageLimit)
 	if got := errors.Message(errors.New(exact)); got != exact {
-		t.Errorf("a message of exactly MaxMessageLength bytes was changed")
+		t.Errorf("a message of exactly MessageLimit bytes was changed")
 	}
 	if got := errors.Message(errors.New("bad \xff byte")); !utf8.ValidString(got) {
 		t.Errorf("Message kept invalid UTF-8: %q", got)

@@ -1,0 +1,61 @@
+package errors_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+)
+
+func TestWithReasonNamesTheFailureAndChangesNothingElse(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	cause := errors.New(`spec.port 70000 is out of range`)
+	conflict := apierrors.NewConflict(pods, "web-0", errors.New("modified"))
+	tests := []struct {
+		name       string
+		err        error
+		wantReason string
+		wantClass  errors.Class
+	}{
+		{"plain cause", errors.WithReason(cause, "InvalidSpec"), "InvalidSpec", errors.ClassTransient},
+		{"inside Permanent", errors.Permanent(errors.WithReason(cause, "InvalidSpec")), "InvalidSpec", errors.ClassPermanent},
+		{"around Permanent", errors.WithReason(errors.Permanent(cause), "InvalidSpec"), "InvalidSpec", errors.ClassPermanent},
+		{"wrapped with %w", fmt.Errorf("reconcile: %w", errors.WithReason(cause, "InvalidSpec")), "InvalidSpec", errors.ClassTransient},
+		{"beats the API status reason", errors.WithReason(conflict, "PortTaken"), "PortTaken", errors.ClassConflict},
+		{"outermost wins", errors.WithReason(errors.WithReason(cause, "Inner"), "Outer"), "Outer", errors.ClassTransient},
+		{"in a joined branch", errors.Join(context.Canceled, errors.WithReason(cause, "InvalidSpec")), "InvalidSpec", errors.ClassCanceled},
+		{"empty reason ignored", errors.Permanent(errors.WithReason(cause, "")), "PermanentError", errors.ClassPermanent},
+		{"invalid reason ignored", errors.WithReason(conflict, "not a reason!"), "Conflict", errors.ClassConflict},
+		{"too long ignored", errors.WithReason(cause, "A"+strings.Repeat("b", 1024)), "TransientError", errors.ClassTransient},
+		{"invalid outer falls back to valid inner", errors.WithReason(errors.WithReason(cause, "Inner"), "9Bad"), "Inner", errors.ClassTransient},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := errors.Reason(tt.err); got != tt.wantReason {
+				t.Errorf("Reason = %q, want %q", got, tt.wantReason)
+			}
+			if got, _ := errors.Classify(tt.err); got != tt.wantClass {
+				t.Errorf("Classify = %v, want %v", got, tt.wantClass)
+			}
+		})
+	}
+}
+
+func TestWithReasonKeepsTheCauseAndItsText(t *testing.T) {
+	cause := errors.New("boom")
+	err := errors.WithReason(cause, "Exploded")
+	if !errors.Is(err, cause) || errors.Unwrap(err) != cause {
+		t.Error("the cause is not visible through WithReason")
+	}
+	if err.Error() != "boom" || errors.Message(err) != "boom" {
+		t.Errorf("text changed: Error %q, Message %q", err.Error(), errors.Message(err))
+	}
+	if errors.WithReason(nil, "Exploded") != nil {
+		t.Error("WithReason(nil, r) is not nil")
+	}
+}
