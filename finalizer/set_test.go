@@ -280,10 +280,10 @@ func TestCleanupErrorIsClassifiedByItsCause(t *testing.T) {
 		wantDelay time.Duration
 	}{
 		{"unavailable dependency", apierrors.NewServiceUnavailable("down"), rkerrors.ClassTransient, 0},
-		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "buckets"}, "b", errors.New("changed")), rkerrors.Conflict, 0},
+		{"conflict", apierrors.NewConflict(schema.GroupResource{Resource: "buckets"}, "b", errors.New("changed")), rkerrors.ClassConflict, 0},
 		{"permanent marker", rkerrors.Permanent(errors.New("bucket name taken")), rkerrors.ClassPermanent, 0},
 		{"terminal error", reconcile.TerminalError(errors.New("zone locked")), rkerrors.ClassPermanent, 0},
-		{"retry after", rkerrors.RetryAfter(errors.New("rate limited"), 7*time.Second), rkerrors.Throttled, 7 * time.Second},
+		{"retry after", rkerrors.RetryAfter(errors.New("rate limited"), 7*time.Second), rkerrors.ClassThrottled, 7 * time.Second},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

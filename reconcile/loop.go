@@ -201,7 +201,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 
 	class, _ := errors.Classify(err)
 	switch class {
-	case errors.None:
+	case errors.ClassNone:
 		p := Progress{State: Done, Reason: status.ReasonSucceeded}
 		if l.Progress != nil {
 			p = l.Progress(obj)
@@ -216,7 +216,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		}
 	case errors.ClassPermanent:
 		status.MarkStalled(obj, errors.Reason(err), errors.Message(err), opts...)
-	case errors.ClassTransient, errors.Throttled:
+	case errors.ClassTransient, errors.ClassThrottled:
 		status.MarkReconciling(obj, errors.Reason(err), errors.Message(err), opts...)
 	default:
 		// Conflict or Canceled: this attempt saw a stale object or is being

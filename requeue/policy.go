@@ -36,14 +36,14 @@ const (
 // what controller-runtime should get, by the error's [errors.Class]:
 //
 //   - nil error: res unchanged, and the request's backoff is forgotten;
-//   - [errors.Conflict]: requeue after ConflictDelay, nil error (no error
+//   - [errors.ClassConflict]: requeue after ConflictDelay, nil error (no error
 //     log, no error metric: a conflict is routine); the delay doubles with
 //     each further conflict in a row for the same request, up to
 //     MaxConflictDelay, so a conflict that never clears (a filtered cache
 //     that never sees the object it keeps re-creating) does not spin at
 //     10 Hz, and from the [ConflictsWorthAnError]-th on it is logged as an
 //     error;
-//   - [errors.Throttled]: requeue after the delay the server (or an
+//   - [errors.ClassThrottled]: requeue after the delay the server (or an
 //     [errors.RetryAfter] marker) asked for, else ThrottleDelay; nil error;
 //   - [errors.ClassTransient]: the error, for the workqueue's rate-limited
 //     backoff; or, when Backoff is set, a requeue after the request's next
@@ -52,7 +52,7 @@ const (
 //   - [errors.ClassPermanent]: a reconcile.TerminalError (the error itself
 //     when it already is one), so controller-runtime logs it, counts it as
 //     terminal and does not retry until the object changes again;
-//   - [errors.Canceled]: when ctx is done (the controller is stopping), the
+//   - [errors.ClassCanceled]: when ctx is done (the controller is stopping), the
 //     zero Result and nil error, logged at debug level only; otherwise as
 //     transient.
 //
@@ -94,7 +94,7 @@ type Outcome struct {
 	// Request is the request that was reconciled.
 	Request reconcile.Request
 	// Class is the class Policy acted on: that of Err, except that
-	// [errors.Canceled] while ctx is alive counts as [errors.ClassTransient].
+	// [errors.ClassCanceled] while ctx is alive counts as [errors.ClassTransient].
 	Class errors.Class
 	// Err is the error the reconcile produced.
 	Err error
@@ -112,7 +112,7 @@ type Outcome struct {
 func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) (ctrl.Result, error) {
 	class, delay := errors.Classify(err)
 	o := Outcome{Request: req, Class: class, Err: err}
-	if class == errors.Canceled && ctx.Err() == nil {
+	if class == errors.ClassCanceled && ctx.Err() == nil {
 		// Something else was canceled while the controller is running:
 		// retry it like any transient failure.
 		class = errors.ClassTransient
@@ -123,22 +123,22 @@ func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Res
 		p.conflicts.Max = positiveOr(p.MaxConflictDelay, DefaultMaxConflictDelay)
 		p.conflicts.Jitter = -1 // one object: no herd to spread
 	})
-	if class != errors.Conflict {
+	if class != errors.ClassConflict {
 		p.conflicts.Forget(req)
 	}
 	switch class {
-	case errors.None:
+	case errors.ClassNone:
 		o.Result = res
 		p.Backoff.Forget(req)
-	case errors.Conflict:
+	case errors.ClassConflict:
 		o.Result = After(p.conflicts.Next(req))
 		o.Conflicts = p.conflicts.Failures(req)
-	case errors.Throttled:
+	case errors.ClassThrottled:
 		o.Result = After(positiveOr(delay, positiveOr(p.ThrottleDelay, DefaultThrottleDelay)))
 	case errors.ClassPermanent:
 		o.Returned = terminal(err)
 		p.Backoff.Forget(req)
-	case errors.Canceled:
+	case errors.ClassCanceled:
 		// The controller is stopping: nothing to retry, nothing failed.
 	default: // transient
 		if p.Backoff != nil {
@@ -178,7 +178,7 @@ func LogOutcome(ctx context.Context, o Outcome) {
 		log.Error(o.Err, "Reconcile failed, requeueing with backoff", kv...)
 		return
 	}
-	if o.Class == errors.Conflict && o.Conflicts >= ConflictsWorthAnError {
+	if o.Class == errors.ClassConflict && o.Conflicts >= ConflictsWorthAnError {
 		log.Error(o.Err, "Reconcile keeps conflicting, requeueing with backoff", append(kv, "conflicts", o.Conflicts)...)
 		return
 	}

@@ -137,7 +137,7 @@ func TestPolicyObserve(t *testing.T) {
 	ctx := logr.NewContext(t.Context(), rec.logger())
 	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
 	p.Result(ctx, req("w"), ctrl.Result{}, conflict)
-	want := []requeue.Outcome{{Request: req("w"), Class: errors.Conflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, Conflicts: 1}}
+	want := []requeue.Outcome{{Request: req("w"), Class: errors.ClassConflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, Conflicts: 1}}
 	if diff := cmp.Diff(want, seen, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
