@@ -1,7 +1,6 @@
 package requeue
 
 import (
-	"container/list"
 	"math/rand/v2"
 	"sync"
 	"time"
@@ -45,44 +44,23 @@ type Backoff struct {
 	// [DefaultBackoffKeys] (10,000).
 	MaxKeys int
 
-	mu   sync.Mutex
-	keys map[reconcile.Request]*list.Element
-	lru  list.List // of *entry, most recent failure first
-}
-
-type entry struct {
-	req      reconcile.Request
-	failures int
+	mu       sync.Mutex
+	failures lru[int]
 }
 
 // Next records one more failure of req and returns how long to wait before
 // retrying it: always positive and at most Max.
 func (b *Backoff) Next(req reconcile.Request) time.Duration {
+	limit := b.MaxKeys
+	if limit <= 0 {
+		limit = DefaultBackoffKeys
+	}
 	b.mu.Lock()
-	if b.keys == nil {
-		b.keys = make(map[reconcile.Request]*list.Element)
-	}
-	var e *entry
-	if el, ok := b.keys[req]; ok {
-		e = el.Value.(*entry)
-		b.lru.MoveToFront(el)
-	} else {
-		limit := b.MaxKeys
-		if limit <= 0 {
-			limit = DefaultBackoffKeys
-		}
-		for len(b.keys) >= limit {
-			oldest := b.lru.Back()
-			delete(b.keys, oldest.Value.(*entry).req)
-			b.lru.Remove(oldest)
-		}
-		e = &entry{req: req}
-		b.keys[req] = b.lru.PushFront(e)
-	}
-	e.failures++
-	n := e.failures
+	n := b.failures.getOrAdd(req, limit)
+	*n++
+	failures := *n
 	b.mu.Unlock()
-	return b.delay(n)
+	return b.delay(failures)
 }
 
 // delay is the jittered delay after n consecutive failures.
@@ -116,8 +94,8 @@ func (b *Backoff) delay(n int) time.Duration {
 func (b *Backoff) Failures(req reconcile.Request) int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if el, ok := b.keys[req]; ok {
-		return el.Value.(*entry).failures
+	if n, ok := b.failures.get(req); ok {
+		return *n
 	}
 	return 0
 }
@@ -130,15 +108,12 @@ func (b *Backoff) Forget(req reconcile.Request) {
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if el, ok := b.keys[req]; ok {
-		delete(b.keys, req)
-		b.lru.Remove(el)
-	}
+	b.failures.forget(req)
 }
 
 // Len returns how many requests Backoff currently remembers.
 func (b *Backoff) Len() int {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return len(b.keys)
+	return b.failures.len()
 }

@@ -2,7 +2,7 @@
 // reconcile's failure to what controller-runtime should do about it.
 //
 // Constructors: [After] (a delay), [At] (a wall-clock time, through an
-// injectable k8s.io/utils/clock), [Every] (a periodic resync with jitter) and
+// injectable k8s.io/utils/clock with [WithClock]), [Every] (a periodic resync with jitter) and
 // [Merge] (several steps' results into one: the soonest requeue wins). None
 // of them ever returns a zero RequeueAfter where a requeue was asked for:
 // controller-runtime reads zero as "do not requeue", so "now" is
@@ -14,7 +14,11 @@
 // the workqueue's backoff, or a per-request [Backoff] delay (transient); a
 // reconcile.TerminalError, never retried (permanent). It logs each outcome
 // through the logr logger in the context at the level it deserves, or calls
-// a hook instead. Wrap a reconciler's return with it:
+// a hook instead. [Policy.Decide] is the one place the error is classified:
+// its [Decision] also says whether the failure belongs on the object's
+// conditions ([Decision.Report]: permanent errors at once, transient ones
+// only once they persist), which status.MarkFailure acts on. Wrap a
+// reconciler's return with it:
 //
 //	func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 //		res, err := r.reconcile(ctx, req)

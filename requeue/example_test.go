@@ -20,10 +20,10 @@ func ExampleAt() {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
 
 	schedule := time.Date(2026, 11, 22, 9, 30, 0, 0, time.UTC)
-	fmt.Println(requeue.At(clk, schedule).RequeueAfter)
+	fmt.Println(requeue.At(schedule, requeue.WithClock(clk)).RequeueAfter)
 
 	// A time already past requeues at once, never "no requeue".
-	fmt.Println(requeue.At(clk, schedule.Add(-time.Hour)).RequeueAfter)
+	fmt.Println(requeue.At(schedule.Add(-time.Hour), requeue.WithClock(clk)).RequeueAfter)
 	// Output:
 	// 30m0s
 	// 1ns
@@ -72,4 +72,35 @@ func ExamplePolicy() {
 	// requeueAfter=20s terminal=false err=<nil>
 	// requeueAfter=0s terminal=true err=spec.schedule is not a time
 	// requeueAfter=0s terminal=false err=connection flapped
+}
+
+// Decide is Result with the decision kept: set the conditions from it, then
+// return what it says. A transient failure is reported only once it has
+// lasted ReportAfter; a permanent one at once.
+func ExamplePolicy_Decide() {
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(start)
+	p := requeue.Policy{ReportAfter: 30 * time.Second, Clock: clk, Observe: func(context.Context, requeue.Decision) {}}
+	ctx := context.Background()
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "demo"}}
+
+	for _, step := range []struct {
+		after time.Duration
+		err   error
+	}{
+		{0, errors.New("database not reachable")},
+		{10 * time.Second, errors.New("database not reachable")},
+		{40 * time.Second, errors.New("database not reachable")},
+		{50 * time.Second, errors.Permanent(errors.New("spec.size is negative"))},
+	} {
+		clk.SetTime(start.Add(step.after))
+		d := p.Decide(ctx, req, ctrl.Result{}, step.err)
+		_, err := d.Return()
+		fmt.Printf("t=%-3v class=%-9v report=%-5v terminal=%v\n", step.after, d.Class, d.Report, errors.Is(err, reconcile.TerminalError(nil)))
+	}
+	// Output:
+	// t=0s  class=transient report=false terminal=false
+	// t=10s class=transient report=false terminal=false
+	// t=40s class=transient report=true  terminal=false
+	// t=50s class=permanent report=true  terminal=true
 }

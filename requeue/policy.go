@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -26,19 +27,32 @@ const (
 	// Policy.MaxConflictDelay is zero.
 	DefaultMaxConflictDelay = 30 * time.Second
 	// ConflictsWorthAnError is how many conflicts in a row for one request
-	// make [LogOutcome] log an error instead of a debug line: a conflict
+	// make [LogDecision] log an error instead of a debug line: a conflict
 	// that does not clear is a bug (a cache that never sees the object, two
 	// controllers fighting), not routine.
 	ConflictsWorthAnError = 10
+	// DefaultReportAfter is how long a request must have been failing with
+	// transient or throttled errors before [Decision.Report] says so, when
+	// Policy.ReportAfter is zero: longer than a flaky request or a rolling
+	// restart of the API server, short enough that a user who looks sees
+	// why the object is not progressing.
+	DefaultReportAfter = 10 * time.Second
+	// DefaultTrackedRequests is how many failing requests a Policy
+	// remembers (for conflict backoff and for ReportAfter) when
+	// Policy.MaxTrackedRequests is zero.
+	DefaultTrackedRequests = 10_000
 )
 
 // Policy turns what a reconcile produced, a ctrl.Result and an error, into
-// what controller-runtime should get, by the error's [errors.Class]:
+// what controller-runtime should get, by the error's [errors.Class]. It is
+// the one place a reconcile's error is classified: [Policy.Decide] returns a
+// [Decision] that says what to return and whether the failure belongs on the
+// object's conditions, so the two never disagree.
 //
 //   - nil error: res unchanged, and the request's backoff is forgotten;
-//   - [errors.ClassConflict]: requeue after ConflictDelay, nil error (no error
-//     log, no error metric: a conflict is routine); the delay doubles with
-//     each further conflict in a row for the same request, up to
+//   - [errors.ClassConflict]: requeue after ConflictDelay, nil error (no
+//     error log, no error metric: a conflict is routine); the delay doubles
+//     with each further conflict in a row for the same request, up to
 //     MaxConflictDelay, so a conflict that never clears (a filtered cache
 //     that never sees the object it keeps re-creating) does not spin at
 //     10 Hz, and from the [ConflictsWorthAnError]-th on it is logged as an
@@ -52,9 +66,9 @@ const (
 //   - [errors.ClassPermanent]: a reconcile.TerminalError (the error itself
 //     when it already is one), so controller-runtime logs it, counts it as
 //     terminal and does not retry until the object changes again;
-//   - [errors.ClassCanceled]: when ctx is done (the controller is stopping), the
-//     zero Result and nil error, logged at debug level only; otherwise as
-//     transient.
+//   - [errors.ClassCanceled]: when ctx is done (the controller is stopping),
+//     the zero Result and nil error, logged at debug level only; otherwise
+//     as transient.
 //
 // When err is not nil, res is dropped, except its Priority: controller-runtime
 // itself ignores RequeueAfter when an error is returned (and logs a warning),
@@ -64,8 +78,8 @@ const (
 //
 // The zero Policy is ready to use; set fields before first use and do not
 // change them afterwards. A Policy is safe for concurrent use and keeps
-// per-request state: share one per controller, do not copy it after first
-// use.
+// per-request state (bounded by MaxTrackedRequests): share one per
+// controller, do not copy it after first use.
 type Policy struct {
 	// ConflictDelay is how long to wait after a conflict, for the cache to
 	// catch up. Zero or less means [DefaultConflictDelay] (100ms).
@@ -80,24 +94,49 @@ type Policy struct {
 	// exponential delays instead of errors. Nil (the default) returns
 	// transient errors to controller-runtime, whose workqueue backs off.
 	Backoff *Backoff
-	// Observe is called once for every outcome, for logging and metrics,
+	// ReportAfter is how long a request must have failed with transient or
+	// throttled errors, without a success in between, before
+	// [Decision.Report] is true: one flaky request then costs no status
+	// write and no event. Zero means [DefaultReportAfter] (10s); a negative
+	// value reports every failure at once.
+	ReportAfter time.Duration
+	// MaxTrackedRequests bounds how many failing requests are remembered;
+	// when full, the one that failed least recently is forgotten. Zero or
+	// less means [DefaultTrackedRequests] (10,000).
+	MaxTrackedRequests int
+	// Clock tells the time for ReportAfter. Nil means the real clock.
+	Clock clock.PassiveClock
+	// Observe is called once for every decision, for logging and metrics,
 	// concurrently when the controller runs several workers. Nil means
-	// [LogOutcome]; a custom Observe can call LogOutcome too.
-	Observe func(context.Context, Outcome)
+	// [LogDecision]; a custom Observe can call LogDecision too.
+	Observe func(context.Context, Decision)
 
 	conflictsOnce sync.Once
 	conflicts     Backoff
+
+	mu      sync.Mutex
+	failing lru[time.Time] // when each failing request first failed
 }
 
-// Outcome is what [Policy.Result] decided, for [Policy.Observe].
-type Outcome struct {
+// Decision is what [Policy.Decide] made of one reconcile.
+type Decision struct {
 	// Request is the request that was reconciled.
 	Request reconcile.Request
 	// Class is the class Policy acted on: that of Err, except that
-	// [errors.ClassCanceled] while ctx is alive counts as [errors.ClassTransient].
+	// [errors.ClassCanceled] while ctx is alive counts as
+	// [errors.ClassTransient].
 	Class errors.Class
 	// Err is the error the reconcile produced.
 	Err error
+	// Report says whether the failure belongs on the object's conditions
+	// and in an event: always for a permanent error; for a transient or
+	// throttled one once the request has been failing for
+	// Policy.ReportAfter; never for a conflict, a cancellation or success.
+	// status.MarkFailure takes it from here.
+	Report bool
+	// FailingSince is when the request's current run of failures began;
+	// zero when Err is nil or a conflict.
+	FailingSince time.Time
 	// Result is the Result Policy returns.
 	Result ctrl.Result
 	// Returned is the error Policy returns: nil when it requeues instead.
@@ -107,88 +146,140 @@ type Outcome struct {
 	Conflicts int
 }
 
+// Return returns what the Reconcile should return: d.Result and d.Returned.
+func (d Decision) Return() (ctrl.Result, error) { return d.Result, d.Returned }
+
 // Result maps a reconcile's res and err for req to the Result and error to
-// return to controller-runtime. See [Policy] for the rules.
+// return to controller-runtime: Decide(ctx, req, res, err).Return().
 func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) (ctrl.Result, error) {
+	return p.Decide(ctx, req, res, err).Return()
+}
+
+// Decide classifies err once and decides, by the rules of [Policy], what the
+// reconcile of req returns and whether its failure is worth reporting on the
+// object. It records the request's failures in a row (for conflict backoff,
+// Backoff and ReportAfter) and calls Observe.
+func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) Decision {
 	class, delay := errors.Classify(err)
-	o := Outcome{Request: req, Class: class, Err: err}
 	if class == errors.ClassCanceled && ctx.Err() == nil {
 		// Something else was canceled while the controller is running:
 		// retry it like any transient failure.
 		class = errors.ClassTransient
-		o.Class = class
 	}
+	d := Decision{Request: req, Class: class, Err: err}
 	p.conflictsOnce.Do(func() {
 		p.conflicts.Base = positiveOr(p.ConflictDelay, DefaultConflictDelay)
 		p.conflicts.Max = positiveOr(p.MaxConflictDelay, DefaultMaxConflictDelay)
 		p.conflicts.Jitter = -1 // one object: no herd to spread
+		p.conflicts.MaxKeys = p.MaxTrackedRequests
 	})
 	if class != errors.ClassConflict {
 		p.conflicts.Forget(req)
 	}
 	switch class {
 	case errors.ClassNone:
-		o.Result = res
+		d.Result = res
 		p.Backoff.Forget(req)
+		p.forgetFailing(req)
 	case errors.ClassConflict:
-		o.Result = After(p.conflicts.Next(req))
-		o.Conflicts = p.conflicts.Failures(req)
+		// A conflict is an attempt that saw a stale object, not a failure:
+		// it neither starts nor ends a run of failures.
+		d.Result = After(p.conflicts.Next(req))
+		d.Conflicts = p.conflicts.Failures(req)
 	case errors.ClassThrottled:
-		o.Result = After(positiveOr(delay, positiveOr(p.ThrottleDelay, DefaultThrottleDelay)))
+		d.Result = After(positiveOr(delay, positiveOr(p.ThrottleDelay, DefaultThrottleDelay)))
+		d.FailingSince, d.Report = p.failingSince(req)
 	case errors.ClassPermanent:
-		o.Returned = terminal(err)
+		d.Returned = terminal(err)
+		d.Report = true
+		d.FailingSince, _ = p.failingSince(req)
 		p.Backoff.Forget(req)
+		// Retrying will not happen until the object changes: the next
+		// reconcile starts a new story.
+		p.forgetFailing(req)
 	case errors.ClassCanceled:
 		// The controller is stopping: nothing to retry, nothing failed.
 	default: // transient
 		if p.Backoff != nil {
-			o.Result = After(p.Backoff.Next(req))
+			d.Result = After(p.Backoff.Next(req))
 		} else {
-			o.Returned = retryable(err)
+			d.Returned = retryable(err)
 		}
+		d.FailingSince, d.Report = p.failingSince(req)
 	}
 	if err != nil {
-		o.Result.Priority = res.Priority
+		d.Result.Priority = res.Priority
 	}
 	if p.Observe != nil {
-		p.Observe(ctx, o)
+		p.Observe(ctx, d)
 	} else {
-		LogOutcome(ctx, o)
+		LogDecision(ctx, d)
 	}
-	return o.Result, o.Returned
+	return d
 }
 
-// LogOutcome is the default [Policy.Observe]: it logs o through the logr
+// failingSince records one more failure of req and returns when its run of
+// failures began and whether it has lasted ReportAfter.
+func (p *Policy) failingSince(req reconcile.Request) (time.Time, bool) {
+	clk := p.Clock
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	now := clk.Now()
+	p.mu.Lock()
+	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultTrackedRequests))
+	if since.IsZero() {
+		*since = now
+	}
+	first := *since
+	p.mu.Unlock()
+	after := p.ReportAfter
+	switch {
+	case after < 0:
+		return first, true
+	case after == 0:
+		after = DefaultReportAfter
+	}
+	return first, now.Sub(first) >= after
+}
+
+func (p *Policy) forgetFailing(req reconcile.Request) {
+	p.mu.Lock()
+	p.failing.forget(req)
+	p.mu.Unlock()
+}
+
+// LogDecision is the default [Policy.Observe]: it logs d through the logr
 // logger in ctx (controller-runtime puts one there for every reconcile) at
 // the level its class deserves. Conflicts, throttling, cancellations and
 // errors controller-runtime will log itself (transient errors returned to
 // it, permanent errors) go to V(1), debug level; a transient error that
 // Policy turned into a backoff requeue is logged as an error, because
 // nothing else will log it. A nil error logs nothing.
-func LogOutcome(ctx context.Context, o Outcome) {
-	if o.Err == nil {
+func LogDecision(ctx context.Context, d Decision) {
+	if d.Err == nil {
 		return
 	}
 	log := logr.FromContextOrDiscard(ctx)
-	kv := []any{"class", o.Class.String(), "reason", errors.Reason(o.Err)}
-	if o.Result.RequeueAfter > 0 {
-		kv = append(kv, "requeueAfter", o.Result.RequeueAfter)
+	kv := []any{"class", d.Class.String(), "reason", errors.Reason(d.Err)}
+	if d.Result.RequeueAfter > 0 {
+		kv = append(kv, "requeueAfter", d.Result.RequeueAfter)
 	}
-	if o.Returned == nil && o.Class == errors.ClassTransient {
-		log.Error(o.Err, "Reconcile failed, requeueing with backoff", kv...)
+	if d.Returned == nil && d.Class == errors.ClassTransient {
+		log.Error(d.Err, "Reconcile failed, requeueing with backoff", kv...)
 		return
 	}
-	if o.Class == errors.ClassConflict && o.Conflicts >= ConflictsWorthAnError {
-		log.Error(o.Err, "Reconcile keeps conflicting, requeueing with backoff", append(kv, "conflicts", o.Conflicts)...)
+	if d.Class == errors.ClassConflict && d.Conflicts >= ConflictsWorthAnError {
+		log.Error(d.Err, "Reconcile keeps conflicting, requeueing with backoff", append(kv, "conflicts", d.Conflicts)...)
 		return
 	}
-	log.V(1).Info("Reconcile did not complete: "+o.Class.String(), append(kv, "error", o.Err.Error())...)
+	log.V(1).Info("Reconcile did not complete: "+d.Class.String(), append(kv, "error", d.Err.Error())...)
 }
 
-// positiveOr returns d when positive, else def.
-func positiveOr(d, def time.Duration) time.Duration {
-	if d > 0 {
-		return d
+// positiveOr returns v when positive, else def.
+func positiveOr[T int | time.Duration](v, def T) T {
+	if v > 0 {
+		return v
 	}
 	return def
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
@@ -110,7 +111,7 @@ func TestPolicyCanceledAtShutdown(t *testing.T) {
 // key fails, and restarts after a success or a permanent failure.
 func TestPolicyBackoffForgetsOnSuccess(t *testing.T) {
 	b := &requeue.Backoff{Base: time.Second, Jitter: -1}
-	p := requeue.Policy{Backoff: b, Observe: func(context.Context, requeue.Outcome) {}}
+	p := requeue.Policy{Backoff: b, Observe: func(context.Context, requeue.Decision) {}}
 	ctx := t.Context()
 	step := func(err error) time.Duration {
 		r, _ := p.Result(ctx, req("w"), ctrl.Result{}, err)
@@ -131,13 +132,13 @@ func TestPolicyBackoffForgetsOnSuccess(t *testing.T) {
 // TestPolicyObserve proves the hook replaces the default logging and sees
 // the outcome.
 func TestPolicyObserve(t *testing.T) {
-	var seen []requeue.Outcome
-	p := requeue.Policy{Observe: func(_ context.Context, o requeue.Outcome) { seen = append(seen, o) }}
+	var seen []requeue.Decision
+	p := requeue.Policy{Observe: func(_ context.Context, o requeue.Decision) { seen = append(seen, o) }}
 	rec := &recorder{}
 	ctx := logr.NewContext(t.Context(), rec.logger())
 	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
 	p.Result(ctx, req("w"), ctrl.Result{}, conflict)
-	want := []requeue.Outcome{{Request: req("w"), Class: errors.ClassConflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, Conflicts: 1}}
+	want := []requeue.Decision{{Request: req("w"), Class: errors.ClassConflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, Conflicts: 1}}
 	if diff := cmp.Diff(want, seen, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
@@ -186,5 +187,88 @@ func TestPolicyBacksOffConflictsThatDoNotClear(t *testing.T) {
 	p.Result(ctx, req("w"), ctrl.Result{}, nil)
 	if res, _ := p.Result(ctx, req("w"), ctrl.Result{}, exists); res.RequeueAfter != 100*time.Millisecond {
 		t.Errorf("conflict after a success waits %v, want 100ms again", res.RequeueAfter)
+	}
+}
+
+// TestPolicyReportsOnlyFailuresThatPersist proves Decision.Report: a
+// permanent error at once; a transient or throttled one only once the
+// request has been failing for ReportAfter with no success in between;
+// never a conflict or a success; and that requests are judged apart.
+func TestPolicyReportsOnlyFailuresThatPersist(t *testing.T) {
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	flaky := errors.New("flaky")
+	throttled := apierrors.NewTooManyRequests("slow down", 1)
+	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
+	type step struct {
+		at  time.Duration // since start
+		req string
+		err error
+	}
+	type verdict struct {
+		Report       bool
+		FailingSince time.Duration // since start; -1 for zero
+	}
+	tests := []struct {
+		name        string
+		reportAfter time.Duration
+		steps       []step
+		want        []verdict
+	}{
+		{"transient reported once it lasted the default 10s", 0,
+			[]step{{0, "w", flaky}, {5 * time.Second, "w", flaky}, {10 * time.Second, "w", flaky}},
+			[]verdict{{false, 0}, {false, 0}, {true, 0}}},
+		{"a success ends the run", 0,
+			[]step{{0, "w", flaky}, {9 * time.Second, "w", nil}, {10 * time.Second, "w", flaky}, {19 * time.Second, "w", throttled}, {20 * time.Second, "w", flaky}},
+			[]verdict{{false, 0}, {false, -1}, {false, 10 * time.Second}, {false, 10 * time.Second}, {true, 10 * time.Second}}},
+		{"a conflict neither starts nor ends a run", time.Second,
+			[]step{{0, "w", conflict}, {time.Second, "w", flaky}, {1500 * time.Millisecond, "w", conflict}, {2 * time.Second, "w", flaky}},
+			[]verdict{{false, -1}, {false, time.Second}, {false, -1}, {true, time.Second}}},
+		{"permanent is reported at once and ends the run", 0,
+			[]step{{0, "w", flaky}, {time.Second, "w", errors.Permanent(flaky)}, {2 * time.Second, "w", flaky}},
+			[]verdict{{false, 0}, {true, 0}, {false, 2 * time.Second}}},
+		{"requests are judged apart", time.Second,
+			[]step{{0, "a", flaky}, {time.Second, "b", flaky}, {time.Second, "a", flaky}},
+			[]verdict{{false, 0}, {false, time.Second}, {true, 0}}},
+		{"negative ReportAfter reports every failure", -1,
+			[]step{{0, "w", flaky}, {0, "w", throttled}, {0, "w", nil}},
+			[]verdict{{true, 0}, {true, 0}, {false, -1}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := clocktesting.NewFakePassiveClock(start)
+			p := requeue.Policy{ReportAfter: tt.reportAfter, Clock: clk, Observe: func(context.Context, requeue.Decision) {}}
+			var got []verdict
+			for _, s := range tt.steps {
+				clk.SetTime(start.Add(s.at))
+				d := p.Decide(t.Context(), req(s.req), ctrl.Result{}, s.err)
+				v := verdict{Report: d.Report, FailingSince: d.FailingSince.Sub(start)}
+				if d.FailingSince.IsZero() {
+					v.FailingSince = -1
+				}
+				got = append(got, v)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("decisions (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPolicyForgetsTheLeastRecentFailingRequestWhenFull proves the memory
+// of failing requests is bounded by MaxTrackedRequests.
+func TestPolicyForgetsTheLeastRecentFailingRequestWhenFull(t *testing.T) {
+	start := time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC)
+	clk := clocktesting.NewFakePassiveClock(start)
+	p := requeue.Policy{ReportAfter: time.Second, MaxTrackedRequests: 2, Clock: clk, Observe: func(context.Context, requeue.Decision) {}}
+	flaky := errors.New("flaky")
+	p.Decide(t.Context(), req("a"), ctrl.Result{}, flaky)
+	p.Decide(t.Context(), req("b"), ctrl.Result{}, flaky)
+	p.Decide(t.Context(), req("c"), ctrl.Result{}, flaky) // forgets a
+	clk.SetTime(start.Add(time.Second))
+	if d := p.Decide(t.Context(), req("a"), ctrl.Result{}, flaky); d.Report || !d.FailingSince.Equal(start.Add(time.Second)) {
+		t.Errorf("a was remembered past the bound: %+v", d)
+	}
+	if d := p.Decide(t.Context(), req("c"), ctrl.Result{}, flaky); !d.Report {
+		t.Errorf("c was forgotten although it is among the 2 most recent: %+v", d)
 	}
 }

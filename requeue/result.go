@@ -19,17 +19,37 @@ func After(d time.Duration) ctrl.Result {
 	return ctrl.Result{RequeueAfter: max(d, MinDelay)}
 }
 
-// At returns a Result that requeues when clk reaches t. A t that is now or in
-// the past (including the zero time) requeues after [MinDelay]. A nil clk is
-// the real clock.
-//
-// controller-runtime waits on its own real clock, so with a fake clk the
-// delay is t minus the fake now, counted in real time.
-func At(clk clock.PassiveClock, t time.Time) ctrl.Result {
-	if clk == nil {
-		clk = clock.RealClock{}
+// Option changes how [At] tells the time.
+type Option func(*options)
+
+type options struct {
+	clock clock.PassiveClock
+}
+
+// WithClock makes [At] tell the time with c instead of the real clock. A nil
+// c keeps the real clock.
+func WithClock(c clock.PassiveClock) Option {
+	return func(o *options) {
+		if c != nil {
+			o.clock = c
+		}
 	}
-	return After(t.Sub(clk.Now()))
+}
+
+// At returns a Result that requeues when the clock reaches t: the real clock,
+// or the one given with [WithClock]. A t that is now or in the past
+// (including the zero time) requeues after [MinDelay].
+//
+// controller-runtime waits on its own real clock, so with a fake clock the
+// delay is t minus the fake now, counted in real time.
+func At(t time.Time, opts ...Option) ctrl.Result {
+	o := options{clock: clock.RealClock{}}
+	for _, opt := range opts {
+		if opt != nil {
+			opt(&o)
+		}
+	}
+	return After(t.Sub(o.clock.Now()))
 }
 
 // Every returns a Result for a periodic resync every d, spread by a random

@@ -47,24 +47,32 @@ func TestAtUsesTheInjectedClock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(ctrl.Result{RequeueAfter: tt.want}, requeue.At(clk, tt.t)); diff != "" {
+			if diff := cmp.Diff(ctrl.Result{RequeueAfter: tt.want}, requeue.At(tt.t, requeue.WithClock(clk))); diff != "" {
 				t.Errorf("At (-want +got):\n%s", diff)
 			}
 		})
 	}
 	// Moving the clock moves the answer: nothing reads the real time.
 	clk.SetTime(now.Add(30 * time.Minute))
-	if got := requeue.At(clk, now.Add(90*time.Minute)).RequeueAfter; got != time.Hour {
+	if got := requeue.At(now.Add(90*time.Minute), requeue.WithClock(clk)).RequeueAfter; got != time.Hour {
 		t.Errorf("after advancing the clock 30m, At = %v, want 1h", got)
 	}
 }
 
-func TestAtNilClockIsTheRealClock(t *testing.T) {
-	before := time.Now()
-	got := requeue.At(nil, before.Add(time.Hour)).RequeueAfter
-	elapsed := time.Since(before)
-	if got > time.Hour || got < time.Hour-elapsed {
-		t.Errorf("At(nil, now+1h) = %v, want within [1h-%v, 1h]", got, elapsed)
+func TestAtWithoutAClockUsesTheRealClock(t *testing.T) {
+	for name, opts := range map[string][]requeue.Option{
+		"no option":  nil,
+		"nil clock":  {requeue.WithClock(nil)},
+		"nil option": {nil},
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := time.Now()
+			got := requeue.At(before.Add(time.Hour), opts...).RequeueAfter
+			elapsed := time.Since(before)
+			if got > time.Hour || got < time.Hour-elapsed {
+				t.Errorf("At(now+1h) = %v, want within [1h-%v, 1h]", got, elapsed)
+			}
+		})
 	}
 }
 

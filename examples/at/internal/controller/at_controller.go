@@ -176,7 +176,7 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (ctrl.Result, erro
 	at.Status.Phase = atv1.PhasePending
 	if r.clock.Now().Before(when) {
 		logger.V(1).Info("waiting for the schedule", "schedule", when)
-		return requeue.At(r.clock, when), nil
+		return requeue.At(when, requeue.WithClock(r.clock)), nil
 	}
 
 	pod := desiredPod(at)
