@@ -25,8 +25,8 @@ func benchConditions() []metav1.Condition {
 	return out
 }
 
-// BenchmarkSetCondition compares SetCondition with apimachinery's
-// meta.SetStatusCondition on five conditions: setting an unchanged condition
+// BenchmarkSetCondition compares SetCondition (on an object) with
+// apimachinery's meta.SetStatusCondition, which it is built on, on five conditions: setting an unchanged condition
 // (the hot path of a converged object) and toggling a status.
 func BenchmarkSetCondition(b *testing.B) {
 	clk := status.WithClock(clocktesting.NewFakePassiveClock(t1Sub))
@@ -36,10 +36,10 @@ func BenchmarkSetCondition(b *testing.B) {
 	toggle[0].LastTransitionTime, toggle[1].LastTransitionTime = metav1.Time{}, metav1.Time{}
 
 	b.Run("unchanged/status", func(b *testing.B) {
-		conds := benchConditions()
+		o := &conditionsOnly{c: benchConditions()}
 		b.ReportAllocs()
 		for b.Loop() {
-			status.SetCondition(&conds, same, clk)
+			status.SetCondition(o, same, clk)
 		}
 	})
 	b.Run("unchanged/baseline-meta", func(b *testing.B) {
@@ -50,11 +50,11 @@ func BenchmarkSetCondition(b *testing.B) {
 		}
 	})
 	b.Run("toggle/status", func(b *testing.B) {
-		conds := benchConditions()
+		o := &conditionsOnly{c: benchConditions()}
 		b.ReportAllocs()
 		i := 0
 		for b.Loop() {
-			status.SetCondition(&conds, toggle[i&1], clk)
+			status.SetCondition(o, toggle[i&1], clk)
 			i++
 		}
 	})

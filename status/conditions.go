@@ -4,15 +4,16 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/clock"
 )
 
-// MaxMessageLength is the longest condition message, in bytes, that the API
-// server accepts (the limit declared on metav1.Condition). [SetCondition]
-// shortens longer messages to it, at a UTF-8 boundary, so that one huge error
-// cannot make every status write fail validation.
-const MaxMessageLength = 32768
+// ConditionMessageLimit is the longest condition message, in bytes, that the
+// API server accepts (the limit declared on metav1.Condition).
+// [SetCondition] shortens longer messages to it, at a UTF-8 boundary, so that
+// one huge error cannot make every status write fail validation.
+const ConditionMessageLimit = 32768
 
 // Getter is an object that exposes its status conditions.
 type Getter interface {
@@ -71,137 +72,75 @@ func (o options) now() metav1.Time {
 	return metav1.NewTime(o.clock.Now().Truncate(time.Second))
 }
 
-// SetCondition sets c in conditions, matching by Type, and reports whether
-// anything changed.
+// SetCondition sets c on obj's conditions with apimachinery's
+// meta.SetStatusCondition, matching by Type, and reports whether anything
+// changed.
 //
 // An existing condition of the same type is updated in place, so the order
 // of conditions is stable; a new type is appended. LastTransitionTime moves
 // only when Status changes: to c.LastTransitionTime when set, otherwise to
-// the clock's now. A change of Reason, Message or ObservedGeneration alone
-// keeps the previous LastTransitionTime. Times are truncated to whole seconds
-// and messages longer than [MaxMessageLength] are shortened.
+// the clock's now ([WithClock]). A change of Reason, Message or
+// ObservedGeneration alone keeps the previous LastTransitionTime. Times are
+// truncated to whole seconds, the precision the API server stores, and
+// messages longer than [ConditionMessageLimit] are shortened.
+//
+// A condition states what was observed of one generation of the object: when
+// c.ObservedGeneration is zero and obj has a metadata.generation (it is a
+// metav1.Object), the condition records that generation. SetCondition writes
+// nothing else: status.observedGeneration is [ObserveGeneration]'s job.
 //
 // SetCondition does not validate c: the API server rejects an empty Reason or
-// Status when the status is written. A nil conditions pointer changes nothing.
-func SetCondition(conditions *[]metav1.Condition, c metav1.Condition, opts ...Option) (changed bool) {
-	if conditions == nil {
-		return false
-	}
-	c.Message = truncateMessage(c.Message)
-	for i := range *conditions {
-		existing := &(*conditions)[i]
-		if existing.Type != c.Type {
-			continue
-		}
-		if existing.Status != c.Status {
-			existing.Status = c.Status
-			existing.LastTransitionTime = transitionTime(c, opts)
-			changed = true
-		}
-		if existing.Reason != c.Reason {
-			existing.Reason = c.Reason
-			changed = true
-		}
-		if existing.Message != c.Message {
-			existing.Message = c.Message
-			changed = true
-		}
-		if existing.ObservedGeneration != c.ObservedGeneration {
-			existing.ObservedGeneration = c.ObservedGeneration
-			changed = true
-		}
-		return changed
-	}
-	c.LastTransitionTime = transitionTime(c, opts)
-	*conditions = append(*conditions, c)
-	return true
-}
-
-func transitionTime(c metav1.Condition, opts []Option) metav1.Time {
-	if !c.LastTransitionTime.IsZero() {
-		return metav1.NewTime(c.LastTransitionTime.Truncate(time.Second))
-	}
-	return newOptions(opts).now()
-}
-
-func truncateMessage(m string) string {
-	if len(m) <= MaxMessageLength {
-		return m
-	}
-	cut := MaxMessageLength
-	for cut > 0 && !utf8.RuneStart(m[cut]) {
-		cut--
-	}
-	return m[:cut]
-}
-
-// FindCondition returns the condition of type t in conditions and whether
-// there is one. The result is a copy: changing it changes nothing in
-// conditions.
-func FindCondition(conditions []metav1.Condition, t string) (metav1.Condition, bool) {
-	for _, c := range conditions {
-		if c.Type == t {
-			return c, true
-		}
-	}
-	return metav1.Condition{}, false
-}
-
-// RemoveCondition removes every condition of type t from conditions and
-// reports whether there was one. The order of the others is kept.
-func RemoveCondition(conditions *[]metav1.Condition, t string) (removed bool) {
-	if conditions == nil {
-		return false
-	}
-	n := 0
-	for _, c := range *conditions {
-		if c.Type == t {
-			removed = true
-			continue
-		}
-		(*conditions)[n] = c
-		n++
-	}
-	if !removed {
-		return false
-	}
-	clear((*conditions)[n:])
-	*conditions = (*conditions)[:n]
-	if n == 0 {
-		*conditions = nil
-	}
-	return true
-}
-
-// Set sets c on obj's conditions as [SetCondition] does and reports whether
-// anything changed. When c.ObservedGeneration is zero and obj has a
-// metadata.generation (it is a metav1.Object), the condition records that
-// generation: it was computed from the object as it is now.
-func Set(obj Setter, c metav1.Condition, opts ...Option) (changed bool) {
+// Status when the status is written.
+func SetCondition(obj Setter, c metav1.Condition, opts ...Option) (changed bool) {
 	if c.ObservedGeneration == 0 {
 		if g, ok := obj.(generationGetter); ok {
 			c.ObservedGeneration = g.GetGeneration()
 		}
 	}
+	c.Message = truncateMessage(c.Message)
+	if c.LastTransitionTime.IsZero() {
+		c.LastTransitionTime = newOptions(opts).now()
+	} else {
+		c.LastTransitionTime = metav1.NewTime(c.LastTransitionTime.Truncate(time.Second))
+	}
 	conditions := obj.GetConditions()
-	if !SetCondition(&conditions, c, opts...) {
+	if !meta.SetStatusCondition(&conditions, c) {
 		return false
 	}
 	obj.SetConditions(conditions)
 	return true
 }
 
-// Get returns obj's condition of type t and whether there is one. The result
-// is a copy.
-func Get(obj Getter, t string) (metav1.Condition, bool) {
-	return FindCondition(obj.GetConditions(), t)
+func truncateMessage(m string) string {
+	if len(m) <= ConditionMessageLimit {
+		return m
+	}
+	cut := ConditionMessageLimit
+	for cut > 0 && !utf8.RuneStart(m[cut]) {
+		cut--
+	}
+	return m[:cut]
 }
 
-// Remove removes obj's condition of type t and reports whether there was one.
-func Remove(obj Setter, t string) (removed bool) {
+// FindCondition returns obj's condition of type t and whether there is one.
+// The result is a copy: changing it changes nothing in obj.
+func FindCondition(obj Getter, t string) (metav1.Condition, bool) {
+	if c := meta.FindStatusCondition(obj.GetConditions(), t); c != nil {
+		return *c, true
+	}
+	return metav1.Condition{}, false
+}
+
+// RemoveCondition removes obj's condition of type t and reports whether
+// there was one. The order of the others is kept.
+func RemoveCondition(obj Setter, t string) (removed bool) {
 	conditions := obj.GetConditions()
-	if !RemoveCondition(&conditions, t) {
+	if meta.FindStatusCondition(conditions, t) == nil {
 		return false
+	}
+	meta.RemoveStatusCondition(&conditions, t)
+	if len(conditions) == 0 {
+		conditions = nil
 	}
 	obj.SetConditions(conditions)
 	return true
@@ -209,19 +148,16 @@ func Remove(obj Setter, t string) (removed bool) {
 
 // IsTrue reports whether obj has a condition of type t with status True.
 func IsTrue(obj Getter, t string) bool {
-	c, ok := Get(obj, t)
-	return ok && c.Status == metav1.ConditionTrue
+	return meta.IsStatusConditionTrue(obj.GetConditions(), t)
 }
 
 // IsFalse reports whether obj has a condition of type t with status False.
 func IsFalse(obj Getter, t string) bool {
-	c, ok := Get(obj, t)
-	return ok && c.Status == metav1.ConditionFalse
+	return meta.IsStatusConditionFalse(obj.GetConditions(), t)
 }
 
 // IsUnknown reports whether obj's condition of type t is Unknown or absent:
 // a missing condition is one nobody knows the status of yet.
 func IsUnknown(obj Getter, t string) bool {
-	c, ok := Get(obj, t)
-	return !ok || (c.Status != metav1.ConditionTrue && c.Status != metav1.ConditionFalse)
+	return !IsTrue(obj, t) && !IsFalse(obj, t)
 }

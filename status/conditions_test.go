@@ -118,12 +118,12 @@ func TestSetCondition(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(t1Sub)
-			got := append([]metav1.Condition(nil), tt.existing...)
-			changed := status.SetCondition(&got, tt.set, status.WithClock(clk))
+			o := &conditionsOnly{c: append([]metav1.Condition(nil), tt.existing...)}
+			changed := status.SetCondition(o, tt.set, status.WithClock(clk))
 			if changed != tt.wantChanged {
 				t.Errorf("changed = %v, want %v", changed, tt.wantChanged)
 			}
-			if diff := cmp.Diff(tt.want, got); diff != "" {
+			if diff := cmp.Diff(tt.want, o.c); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
 			}
 		})
@@ -132,26 +132,20 @@ func TestSetCondition(t *testing.T) {
 
 func TestSetConditionTruncatesLongMessagesAtARuneBoundary(t *testing.T) {
 	// "é" is two bytes; placing it across the limit forces the cut before it.
-	msg := strings.Repeat("a", status.MaxMessageLength-1) + "é" + "tail"
-	var conds []metav1.Condition
-	status.SetCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg})
-	got := conds[0].Message
-	if want := strings.Repeat("a", status.MaxMessageLength-1); got != want {
+	msg := strings.Repeat("a", status.ConditionMessageLimit-1) + "é" + "tail"
+	o := &conditionsOnly{}
+	status.SetCondition(o, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg})
+	got := o.c[0].Message
+	if want := strings.Repeat("a", status.ConditionMessageLimit-1); got != want {
 		t.Errorf("message has %d bytes ending %q, want %d bytes of 'a'", len(got), got[len(got)-3:], len(want))
 	}
 	// Setting the same long message again is not a change.
-	if status.SetCondition(&conds, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg}) {
+	if status.SetCondition(o, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg}) {
 		t.Errorf("setting the same long message again reported a change")
 	}
 }
 
-func TestSetConditionNilPointerChangesNothing(t *testing.T) {
-	if status.SetCondition(nil, metav1.Condition{Type: "Ready"}) {
-		t.Error("SetCondition(nil, ...) = true, want false")
-	}
-}
-
-func TestSetTakesObservedGenerationFromTheObject(t *testing.T) {
+func TestSetConditionTakesObservedGenerationFromTheObject(t *testing.T) {
 	tests := []struct {
 		name    string
 		set     metav1.Condition
@@ -163,14 +157,14 @@ func TestSetTakesObservedGenerationFromTheObject(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 7}}
-			if !status.Set(w, tt.set) {
-				t.Fatal("Set = false on a new condition")
+			if !status.SetCondition(w, tt.set) {
+				t.Fatal("SetCondition = false on a new condition")
 			}
 			if got := w.Status.Conditions[0].ObservedGeneration; got != tt.wantGen {
 				t.Errorf("observedGeneration = %d, want %d", got, tt.wantGen)
 			}
-			if status.Set(w, tt.set) {
-				t.Error("second identical Set reported a change")
+			if status.SetCondition(w, tt.set) {
+				t.Error("second identical SetCondition reported a change")
 			}
 		})
 	}
@@ -182,15 +176,15 @@ type conditionsOnly struct{ c []metav1.Condition }
 func (o *conditionsOnly) GetConditions() []metav1.Condition  { return o.c }
 func (o *conditionsOnly) SetConditions(c []metav1.Condition) { o.c = c }
 
-func TestSetOnAnObjectWithoutGenerationLeavesObservedGenerationZero(t *testing.T) {
+func TestSetConditionOnAnObjectWithoutGenerationLeavesObservedGenerationZero(t *testing.T) {
 	o := &conditionsOnly{}
-	status.Set(o, metav1.Condition{Type: "Ready", Status: "True", Reason: "R"})
+	status.SetCondition(o, metav1.Condition{Type: "Ready", Status: "True", Reason: "R"})
 	if got := o.c[0].ObservedGeneration; got != 0 {
 		t.Errorf("observedGeneration = %d, want 0", got)
 	}
 }
 
-func TestRemove(t *testing.T) {
+func TestRemoveCondition(t *testing.T) {
 	a, b := cond("A", "True", "R", "", 1, t0), cond("B", "False", "R", "", 1, t0)
 	tests := []struct {
 		name        string
@@ -209,8 +203,8 @@ func TestRemove(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			w := &testapi.Widget{}
 			w.Status.Conditions = append([]metav1.Condition(nil), tt.existing...)
-			if got := status.Remove(w, tt.remove); got != tt.wantRemoved {
-				t.Errorf("Remove = %v, want %v", got, tt.wantRemoved)
+			if got := status.RemoveCondition(w, tt.remove); got != tt.wantRemoved {
+				t.Errorf("RemoveCondition = %v, want %v", got, tt.wantRemoved)
 			}
 			if diff := cmp.Diff(tt.want, w.Status.Conditions); diff != "" {
 				t.Errorf("conditions (-want +got):\n%s", diff)
@@ -219,7 +213,7 @@ func TestRemove(t *testing.T) {
 	}
 }
 
-func TestGetAndPredicates(t *testing.T) {
+func TestFindConditionAndPredicates(t *testing.T) {
 	w := &testapi.Widget{}
 	w.Status.Conditions = []metav1.Condition{
 		cond("T", metav1.ConditionTrue, "R", "", 1, t0),
@@ -238,33 +232,20 @@ func TestGetAndPredicates(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.typ, func(t *testing.T) {
-			c, found := status.Get(w, tt.typ)
+			c, found := status.FindCondition(w, tt.typ)
 			got := preds{found, status.IsTrue(w, tt.typ), status.IsFalse(w, tt.typ), status.IsUnknown(w, tt.typ)}
 			if diff := cmp.Diff(tt.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 			if found && c.Type != tt.typ {
-				t.Errorf("Get(%q).Type = %q", tt.typ, c.Type)
+				t.Errorf("FindCondition(%q).Type = %q", tt.typ, c.Type)
 			}
 		})
 	}
-	// Get returns a copy.
-	c, _ := status.Get(w, "T")
+	// FindCondition returns a copy.
+	c, _ := status.FindCondition(w, "T")
 	c.Status = metav1.ConditionFalse
 	if !status.IsTrue(w, "T") {
-		t.Error("changing the condition Get returned changed the object")
-	}
-}
-
-func TestRemoveConditionOnASlice(t *testing.T) {
-	conds := []metav1.Condition{cond("A", "True", "R", "", 1, t0), cond("B", "True", "R", "", 1, t0)}
-	if !status.RemoveCondition(&conds, "A") {
-		t.Error("RemoveCondition(A) = false, want true")
-	}
-	if diff := cmp.Diff([]metav1.Condition{cond("B", "True", "R", "", 1, t0)}, conds); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	if status.RemoveCondition(nil, "A") {
-		t.Error("RemoveCondition(nil, A) = true, want false")
+		t.Error("changing the condition FindCondition returned changed the object")
 	}
 }

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -16,20 +18,20 @@ import (
 	"github.com/reconcilekit/reconcilekit/status"
 )
 
-func ExampleSet() {
+func ExampleSetCondition() {
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 22, 10, 0, 0, 500_000_000, time.UTC))
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 3}}
 
-	changed := status.Set(w, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "Starting"}, status.WithClock(clk))
+	changed := status.SetCondition(w, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "Starting"}, status.WithClock(clk))
 	fmt.Println("first set changed:", changed)
 
 	// A new reason alone keeps the transition time; the same condition
 	// again changes nothing.
 	clk.SetTime(clk.Now().Add(time.Minute))
-	fmt.Println("new reason changed:", status.Set(w, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "Pulling"}, status.WithClock(clk)))
-	fmt.Println("same again changed:", status.Set(w, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "Pulling"}, status.WithClock(clk)))
+	fmt.Println("new reason changed:", status.SetCondition(w, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "Pulling"}, status.WithClock(clk)))
+	fmt.Println("same again changed:", status.SetCondition(w, metav1.Condition{Type: "Available", Status: metav1.ConditionFalse, Reason: "Pulling"}, status.WithClock(clk)))
 
-	c, _ := status.Get(w, "Available")
+	c, _ := status.FindCondition(w, "Available")
 	fmt.Println(c.Status, c.Reason, c.ObservedGeneration, c.LastTransitionTime.UTC().Format(time.RFC3339Nano))
 	// Output:
 	// first set changed: true
@@ -41,6 +43,7 @@ func ExampleSet() {
 func ExampleMarkReady() {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 2}}
 	status.MarkReconciling(w, "Scaling", "1 of 3 replicas")
+	status.ObserveGeneration(w) // the Mark helpers set conditions only
 	show := func() {
 		for _, c := range w.Status.Conditions {
 			fmt.Printf("%s=%s(%s) ", c.Type, c.Status, c.Reason)
@@ -87,12 +90,34 @@ func ExampleFromError() {
 	second := errors.New("backend: request id c01d2 failed at 2026-11-22T10:00:31Z")
 
 	w := &testapi.Widget{}
-	fmt.Println("first changed:", status.Set(w, status.FromError("Synced", first)))
-	fmt.Println("retry changed:", status.Set(w, status.FromError("Synced", second)))
-	c, _ := status.Get(w, "Synced")
+	fmt.Println("first changed:", status.SetCondition(w, status.FromError("Synced", first)))
+	fmt.Println("retry changed:", status.SetCondition(w, status.FromError("Synced", second)))
+	c, _ := status.FindCondition(w, "Synced")
 	fmt.Printf("%s %s: %s\n", c.Status, c.Reason, c.Message)
 	// Output:
 	// first changed: true
 	// retry changed: false
 	// False TransientError: backend: request id <id> failed at <time>
+}
+
+// MarkFailure is the error-to-conditions step: a permanent error stalls the
+// object, a transient one marks it reconciling, a conflict changes nothing.
+// The class comes from the one classification of the reconcile
+// (requeue.Policy.Decide, or errors.Classify).
+func ExampleMarkFailure() {
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Generation: 4}}
+	for _, err := range []error{
+		errors.New("connection refused"),
+		errors.Permanent(errors.WithReason(errors.New("spec.size must be positive"), "InvalidSpec")),
+		apierrors.NewConflict(schema.GroupResource{Resource: "widgets"}, "w", errors.New("modified")),
+	} {
+		class, _ := errors.Classify(err)
+		changed := status.MarkFailure(w, err, class)
+		ready, _ := status.FindCondition(w, status.TypeReady)
+		fmt.Printf("%-9v changed=%-5v Ready=%s %s: %s\n", class, changed, ready.Status, ready.Reason, ready.Message)
+	}
+	// Output:
+	// transient changed=true  Ready=Unknown TransientError: connection refused
+	// permanent changed=true  Ready=False InvalidSpec: spec.size must be positive
+	// conflict  changed=false Ready=False InvalidSpec: spec.size must be positive
 }

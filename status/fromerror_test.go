@@ -8,6 +8,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/status"
@@ -60,7 +61,7 @@ func TestFromErrorRepeatedFailureDoesNotRewriteStatus(t *testing.T) {
 	for n := range 3 {
 		if _, err := w.Patch(t.Context(), obj, func() error {
 			status.MarkReconciling(obj, errors.Reason(attempt(n)), errors.Message(attempt(n)))
-			status.Set(obj, status.FromError("Synced", attempt(n)))
+			status.SetCondition(obj, status.FromError("Synced", attempt(n)))
 			return nil
 		}); err != nil {
 			t.Fatalf("attempt %d: %v", n, err)
@@ -69,8 +70,49 @@ func TestFromErrorRepeatedFailureDoesNotRewriteStatus(t *testing.T) {
 	if *patches != 1 {
 		t.Errorf("three identical failures sent %d status patches, want 1", *patches)
 	}
-	c, _ := status.Get(obj, "Synced")
+	c, _ := status.FindCondition(obj, "Synced")
 	if c.Reason != "Conflict" {
 		t.Errorf("reason = %q, want Conflict", c.Reason)
+	}
+}
+
+// TestMarkFailureActsOnTheClassItIsGiven proves the error → conditions step:
+// Stalled for permanent, Reconciling for transient and throttled, nothing for
+// the rest, with the error's stable reason and message; and that the class
+// given wins over what the error would classify as, so the conditions agree
+// with the decision that was made.
+func TestMarkFailureActsOnTheClassItIsGiven(t *testing.T) {
+	const T, F, U = metav1.ConditionTrue, metav1.ConditionFalse, metav1.ConditionUnknown
+	fail := errors.New("dial tcp 10.0.0.1:5432: connection refused")
+	ready := cond("Ready", T, "Done", "", 1, t0)
+	tests := []struct {
+		name        string
+		err         error
+		class       errors.Class
+		want        []metav1.Condition
+		wantChanged bool
+	}{
+		{"permanent stalls", errors.WithReason(fail, "NoDatabase"), errors.ClassPermanent,
+			[]metav1.Condition{cond("Ready", F, "NoDatabase", fail.Error(), 1, t1), cond("Stalled", T, "NoDatabase", fail.Error(), 1, t1)}, true},
+		{"transient marks reconciling", fail, errors.ClassTransient,
+			[]metav1.Condition{cond("Ready", U, "TransientError", fail.Error(), 1, t1), cond("Reconciling", T, "TransientError", fail.Error(), 1, t1)}, true},
+		{"throttled marks reconciling", fail, errors.ClassThrottled,
+			[]metav1.Condition{cond("Ready", U, "TransientError", fail.Error(), 1, t1), cond("Reconciling", T, "TransientError", fail.Error(), 1, t1)}, true},
+		{"conflict changes nothing", fail, errors.ClassConflict, []metav1.Condition{ready}, false},
+		{"canceled changes nothing", fail, errors.ClassCanceled, []metav1.Condition{ready}, false},
+		{"none changes nothing", fail, errors.ClassNone, []metav1.Condition{ready}, false},
+		{"nil error changes nothing", nil, errors.ClassPermanent, []metav1.Condition{ready}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w := widget(1, 1, ready)
+			changed := status.MarkFailure(w, tt.err, tt.class, status.WithClock(clocktesting.NewFakePassiveClock(t1Sub)))
+			if changed != tt.wantChanged {
+				t.Errorf("changed = %v, want %v", changed, tt.wantChanged)
+			}
+			if diff := cmp.Diff(tt.want, w.Status.Conditions); diff != "" {
+				t.Errorf("conditions (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -30,48 +30,45 @@ const (
 )
 
 // MarkReady records that obj is fully reconciled: Ready=True with reason and
-// message, and no Reconciling or Stalled condition. It also sets
-// status.observedGeneration to metadata.generation when obj implements
-// [ObservedGenerationSetter] and metav1.Object. It reports whether anything
-// changed. An empty reason becomes [ReasonSucceeded].
+// message, and no Reconciling or Stalled condition. It reports whether
+// anything changed. An empty reason becomes [ReasonSucceeded]. Like every
+// setter here it writes conditions only; pair it with [ObserveGeneration].
 //
 // kstatus computes such an object as Current.
 func MarkReady(obj Setter, reason, message string, opts ...Option) (changed bool) {
 	reason = orDefault(reason, ReasonSucceeded)
-	changed = Set(obj, metav1.Condition{Type: TypeReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}, opts...)
-	changed = Remove(obj, TypeReconciling) || changed
-	changed = Remove(obj, TypeStalled) || changed
-	return ObserveGeneration(obj) || changed
+	changed = SetCondition(obj, metav1.Condition{Type: TypeReady, Status: metav1.ConditionTrue, Reason: reason, Message: message}, opts...)
+	changed = RemoveCondition(obj, TypeReconciling) || changed
+	changed = RemoveCondition(obj, TypeStalled) || changed
+	return changed
 }
 
 // MarkReconciling records that work on obj is in progress: Reconciling=True
 // and Ready=Unknown, both with reason and message, and no Stalled
-// condition. It also sets status.observedGeneration as [MarkReady] does and
-// reports whether anything changed. An empty reason becomes
+// condition. It reports whether anything changed. An empty reason becomes
 // [ReasonProgressing].
 //
 // kstatus computes such an object as InProgress.
 func MarkReconciling(obj Setter, reason, message string, opts ...Option) (changed bool) {
 	reason = orDefault(reason, ReasonProgressing)
-	changed = Set(obj, metav1.Condition{Type: TypeReconciling, Status: metav1.ConditionTrue, Reason: reason, Message: message}, opts...)
-	changed = Set(obj, metav1.Condition{Type: TypeReady, Status: metav1.ConditionUnknown, Reason: reason, Message: message}, opts...) || changed
-	changed = Remove(obj, TypeStalled) || changed
-	return ObserveGeneration(obj) || changed
+	changed = SetCondition(obj, metav1.Condition{Type: TypeReconciling, Status: metav1.ConditionTrue, Reason: reason, Message: message}, opts...)
+	changed = SetCondition(obj, metav1.Condition{Type: TypeReady, Status: metav1.ConditionUnknown, Reason: reason, Message: message}, opts...) || changed
+	changed = RemoveCondition(obj, TypeStalled) || changed
+	return changed
 }
 
 // MarkStalled records that obj cannot make progress until something
 // changes: Stalled=True and Ready=False, both with reason and message, and no
-// Reconciling condition. It also sets status.observedGeneration as
-// [MarkReady] does and reports whether anything changed. An empty reason
+// Reconciling condition. It reports whether anything changed. An empty reason
 // becomes [ReasonFailed].
 //
 // kstatus computes such an object as Failed.
 func MarkStalled(obj Setter, reason, message string, opts ...Option) (changed bool) {
 	reason = orDefault(reason, ReasonFailed)
-	changed = Set(obj, metav1.Condition{Type: TypeStalled, Status: metav1.ConditionTrue, Reason: reason, Message: message}, opts...)
-	changed = Set(obj, metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: message}, opts...) || changed
-	changed = Remove(obj, TypeReconciling) || changed
-	return ObserveGeneration(obj) || changed
+	changed = SetCondition(obj, metav1.Condition{Type: TypeStalled, Status: metav1.ConditionTrue, Reason: reason, Message: message}, opts...)
+	changed = SetCondition(obj, metav1.Condition{Type: TypeReady, Status: metav1.ConditionFalse, Reason: reason, Message: message}, opts...) || changed
+	changed = RemoveCondition(obj, TypeReconciling) || changed
+	return changed
 }
 
 // ObserveGeneration sets obj's status.observedGeneration to its

@@ -6,16 +6,19 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// DefaultMaxAttempts is how many times a [Writer] sends a status patch
-// before it gives up on conflicts, when Writer.MaxAttempts is not set.
-const DefaultMaxAttempts = 5
+// DefaultRetry is how a [Writer] retries a status patch refused with a
+// conflict when Writer.Retry is not set: at most 5 attempts, re-reading the
+// object before each retry, 5ms apart at first, doubling, with jitter.
+var DefaultRetry = wait.Backoff{Steps: 5, Duration: 5 * time.Millisecond, Factor: 2, Jitter: 0.5}
 
 // ErrNoClient is returned by a [Writer] without a Client.
 var ErrNoClient = errors.New("status: writer has no client")
@@ -69,9 +72,10 @@ type Writer struct {
 	// FieldOwner is the field manager recorded for the writes. Empty means
 	// the client's default.
 	FieldOwner string
-	// MaxAttempts is how many patches are sent before conflicts are
-	// returned as an error. Zero or less means [DefaultMaxAttempts].
-	MaxAttempts int
+	// Retry says how often, and how far apart, a patch refused with a
+	// conflict is sent again after re-reading the object: Retry.Steps is
+	// the most patches sent in all. The zero value means [DefaultRetry].
+	Retry wait.Backoff
 }
 
 // Snapshot is an object's status as it was before a change, taken with
@@ -198,10 +202,11 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 	if rv == "" {
 		return false, s.wrap(ErrNoResourceVersion)
 	}
-	maxAttempts := s.w.MaxAttempts
-	if maxAttempts <= 0 {
-		maxAttempts = DefaultMaxAttempts
+	retry := s.w.Retry
+	if retry == (wait.Backoff{}) {
+		retry = DefaultRetry
 	}
+	maxAttempts := max(retry.Steps, 1)
 	reader := s.w.APIReader
 	if reader == nil {
 		reader = s.w.Client
@@ -218,6 +223,9 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 		}
 		if attempt >= maxAttempts {
 			return false, s.wrap(fmt.Errorf("gave up after %d conflicting attempts: %w", attempt, err))
+		}
+		if err := sleep(ctx, retry.Step()); err != nil {
+			return false, s.wrap(err)
 		}
 		fresh, err := newEmpty(s.obj)
 		if err != nil {
@@ -241,6 +249,21 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 			s.reset()
 			return false, nil
 		}
+	}
+}
+
+// sleep waits d or until ctx is done.
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -90,6 +91,7 @@ func TestWriterWritesOnceThenNothingOnAnUnchangedReconcile(t *testing.T) {
 		obj := read(t, api, created)
 		changed, err := w.Patch(t.Context(), obj, func() error {
 			status.MarkReady(obj, "Reconciled", "all good", status.WithClock(clk))
+			status.ObserveGeneration(obj)
 			return nil
 		})
 		if err != nil {
@@ -198,6 +200,7 @@ func TestWriterSurvivesAConflictFromAStaleObject(t *testing.T) {
 	w := status.Writer{Client: countingClient(t, &n, nil)}
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		status.MarkStalled(stale, "InvalidSpec", "bad")
+		status.ObserveGeneration(stale)
 		stale.Status.Phase = "Failed"
 		return nil
 	})
@@ -232,7 +235,8 @@ func TestWriterSurvivesAConflictFromAStaleObject(t *testing.T) {
 
 // TestWriterRereadsThroughAPIReaderNotTheCache simulates a cache that keeps
 // returning a stale object: with APIReader set the writer recovers; without
-// it, it gives up after MaxAttempts with an error that is still a Conflict.
+// it, it gives up after Retry.Steps patches with an error that is still a
+// Conflict.
 func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 	api := env.Client(t)
 	created := newWidget(t, api)
@@ -245,14 +249,15 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 	}
 
 	for _, tt := range []struct {
-		maxAttempts, wantPatches int
+		retry       wait.Backoff
+		wantPatches int
 	}{
-		{maxAttempts: 3, wantPatches: 3},
-		{maxAttempts: 0, wantPatches: status.DefaultMaxAttempts},
+		{retry: wait.Backoff{Steps: 3}, wantPatches: 3},
+		{retry: wait.Backoff{}, wantPatches: status.DefaultRetry.Steps},
 	} {
-		t.Run(fmt.Sprintf("without APIReader the stale cache makes it give up after MaxAttempts=%d", tt.maxAttempts), func(t *testing.T) {
+		t.Run(fmt.Sprintf("without APIReader the stale cache makes it give up after Retry.Steps=%d", tt.retry.Steps), func(t *testing.T) {
 			var n calls
-			w := status.Writer{Client: countingClient(t, &n, staleCache), MaxAttempts: tt.maxAttempts}
+			w := status.Writer{Client: countingClient(t, &n, staleCache), Retry: tt.retry}
 			obj := stale.DeepCopy()
 			_, err := w.Patch(t.Context(), obj, func() error {
 				status.MarkReady(obj, "Reconciled", "")
@@ -311,7 +316,7 @@ func TestWriterConcurrentWritersLoseNothing(t *testing.T) {
 		for i := range iterations {
 			st := iterationStatus(i)
 			if _, err := w.Patch(t.Context(), obj, func() error {
-				status.Set(obj, metav1.Condition{Type: condType, Status: st, Reason: "Iteration", Message: fmt.Sprint(i)})
+				status.SetCondition(obj, metav1.Condition{Type: condType, Status: st, Reason: "Iteration", Message: fmt.Sprint(i)})
 				return nil
 			}); err != nil {
 				return fmt.Errorf("%s iteration %d: %w", w.FieldOwner, i, err)
@@ -320,8 +325,8 @@ func TestWriterConcurrentWritersLoseNothing(t *testing.T) {
 		return nil
 	}
 	writers := []status.Writer{
-		{Client: env.Client(t), FieldOwner: "writer-a", MaxAttempts: 50},
-		{Client: env.Client(t), FieldOwner: "writer-b", MaxAttempts: 50},
+		{Client: env.Client(t), FieldOwner: "writer-a", Retry: wait.Backoff{Steps: 50, Duration: time.Millisecond, Factor: 1.5, Jitter: 1, Cap: 50 * time.Millisecond}},
+		{Client: env.Client(t), FieldOwner: "writer-b", Retry: wait.Backoff{Steps: 50, Duration: time.Millisecond, Factor: 1.5, Jitter: 1, Cap: 50 * time.Millisecond}},
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(writers))
@@ -456,7 +461,7 @@ func TestWriterStopsWhenTheServerAlreadyHoldsItsChanges(t *testing.T) {
 	if diff := cmp.Diff(got, stale); diff != "" {
 		t.Errorf("object after the write differs from the server's (-server +object):\n%s", diff)
 	}
-	if c, _ := status.Get(got, status.TypeReady); !c.LastTransitionTime.Time.Equal(t0) {
+	if c, _ := status.FindCondition(got, status.TypeReady); !c.LastTransitionTime.Time.Equal(t0) {
 		t.Errorf("Ready transition time = %v, want the first writer's %v", c.LastTransitionTime, t0)
 	}
 }
