@@ -28,13 +28,13 @@ func benchWidget(b *testing.B) (client.Client, *testenv.Requests, *testapi.Widge
 	return c, reqs, w
 }
 
-// BenchmarkEnsureNoOp measures the path every reconcile of a converged
+// BenchmarkAddNoOp measures the path every reconcile of a converged
 // object takes: the finalizer is present, so no request is made.
-func BenchmarkEnsureNoOp(b *testing.B) {
+func BenchmarkAddNoOp(b *testing.B) {
 	c, reqs, w := benchWidget(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if changed, err := finalizer.Ensure(ctx, c, w, bucketFinalizer); changed || err != nil {
+		if changed, err := finalizer.Add(ctx, c, w, bucketFinalizer); changed || err != nil {
 			b.Fatal(changed, err)
 		}
 	}
@@ -43,18 +43,18 @@ func BenchmarkEnsureNoOp(b *testing.B) {
 	}
 }
 
-// BenchmarkSetEnsureAllNoOp is the same for a Set of two finalizers.
-func BenchmarkSetEnsureAllNoOp(b *testing.B) {
+// BenchmarkRegistryAddAllNoOp is the same for a Registry of two finalizers.
+func BenchmarkRegistryAddAllNoOp(b *testing.B) {
 	c, reqs, w := benchWidget(b)
 	ctx := context.Background()
-	var s finalizer.Set
+	var s finalizer.Registry[client.Object]
 	for _, n := range []string{dnsFinalizer, bucketFinalizer} {
-		if err := s.Register(n, finalizer.Func(func(context.Context, client.Object) error { return nil })); err != nil {
+		if err := s.Register(n, finalizer.Func[client.Object](func(context.Context, client.Object) error { return nil })); err != nil {
 			b.Fatal(err)
 		}
 	}
 	for b.Loop() {
-		if changed, err := s.EnsureAll(ctx, c, w); changed || err != nil {
+		if changed, err := s.AddAll(ctx, c, w); changed || err != nil {
 			b.Fatal(changed, err)
 		}
 	}

@@ -3,25 +3,38 @@
 // work that needs cleaning up, and on deletion run the cleanup and remove the
 // finalizer, so the object disappears only after its cleanup succeeded.
 //
-// [Ensure] and [Remove] handle one name; a [Set] registers several named
+// [Add] and [Remove] handle one name; a [Registry] registers several named
 // [Finalizer]s that run in a fixed order, registration order, stopping at the
 // first failure (controller-runtime's own finalizer package runs them in map
-// order). A reconciler calls [Set.EnsureAll] on its normal path and
-// [Set.Run] when the object has a deletionTimestamp:
+// order). A Registry is typed by the object it finalizes, so cleanups get a
+// *v1.Widget rather than a client.Object to assert. A reconciler calls
+// [Registry.AddAll] on its normal path and [Registry.Run] when the object has
+// a deletionTimestamp:
 //
-//	if !obj.GetDeletionTimestamp().IsZero() {
-//		res, err := finalizers.Run(ctx, c, obj)
+//	var finalizers finalizer.Registry[*corev1.ConfigMap]
+//	if err := finalizers.Register("example.com/dns-record", finalizer.Func[*corev1.ConfigMap](
+//		func(ctx context.Context, cm *corev1.ConfigMap) error {
+//			return deleteRecord(ctx, cm.Data["hostname"])
+//		})); err != nil {
+//		return err
+//	}
+//
+//	// in Reconcile, with cm read from the cache:
+//	if !cm.GetDeletionTimestamp().IsZero() {
+//		_, err := finalizers.Run(ctx, c, cm)
 //		return ctrl.Result{}, err // a *CleanupError keeps its finalizer
 //	}
-//	if _, err := finalizers.EnsureAll(ctx, c, obj); err != nil {
+//	if _, err := finalizers.AddAll(ctx, c, cm); err != nil {
 //		return ctrl.Result{}, err
 //	}
+//
+// The package's Registry example runs this snippet.
 //
 // Every write is a JSON merge patch of metadata.finalizers that carries the
 // object's resourceVersion (an optimistic lock). Another writer's change in
 // between makes the API server answer 409 Conflict instead of silently
 // dropping that writer's finalizer; the call then re-reads the object
-// ([WithAPIReader]) and tries again ([WithBackoff]). Calls that have nothing
+// ([WithAPIReader]) and tries again ([WithRetry]). Calls that have nothing
 // to change make no request at all, so calling them on every reconcile is
 // free.
 //

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -23,14 +24,14 @@ func exampleClient(objs ...client.Object) client.Client {
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
-func ExampleEnsure() {
+func ExampleAdd() {
 	ctx := context.Background()
 	c := exampleClient(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w"}})
 
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "w"}, w)
 	for range 2 {
-		changed, err := finalizer.Ensure(ctx, c, w, "example.com/cleanup")
+		changed, err := finalizer.Add(ctx, c, w, "example.com/cleanup")
 		fmt.Println(changed, err, w.Finalizers)
 	}
 	// Output:
@@ -38,41 +39,77 @@ func ExampleEnsure() {
 	// false <nil> [example.com/cleanup]
 }
 
-func ExampleSet() {
+// deleteRecord stands for the cleanup of something outside the cluster.
+func deleteRecord(_ context.Context, hostname string) error {
+	fmt.Println("deleting the DNS record of", hostname)
+	return nil
+}
+
+// A Registry typed by the object it finalizes: the cleanup gets a
+// *corev1.ConfigMap, not a client.Object to assert. This is the package
+// documentation's snippet, run.
+func ExampleRegistry() {
+	ctx := context.Background()
+	key := client.ObjectKey{Namespace: "default", Name: "site"}
+	c := fake.NewClientBuilder().WithObjects(&corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+		Data:       map[string]string{"hostname": "shop.example.com"},
+	}).Build()
+
+	var finalizers finalizer.Registry[*corev1.ConfigMap]
+	if err := finalizers.Register("example.com/dns-record", finalizer.Func[*corev1.ConfigMap](
+		func(ctx context.Context, cm *corev1.ConfigMap) error {
+			return deleteRecord(ctx, cm.Data["hostname"])
+		})); err != nil {
+		panic(err)
+	}
+
+	// The reconciler's normal path.
+	cm := &corev1.ConfigMap{}
+	_ = c.Get(ctx, key, cm)
+	changed, err := finalizers.AddAll(ctx, c, cm)
+	fmt.Println("added:", changed, err, cm.Finalizers)
+
+	// The user deletes the object; the reconciler's deletion path.
+	_ = c.Delete(ctx, cm)
+	_ = c.Get(ctx, key, cm)
+	res, err := finalizers.Run(ctx, c, cm)
+	fmt.Println("removed:", res.Removed, "done:", res.Done(), err)
+
+	err = c.Get(ctx, key, cm)
+	fmt.Println("gone:", apierrors.IsNotFound(err))
+	// Output:
+	// added: true <nil> [example.com/dns-record]
+	// deleting the DNS record of shop.example.com
+	// removed: [example.com/dns-record] done: true <nil>
+	// gone: true
+}
+
+// Cleanups run in registration order: the DNS record goes before the
+// address it points to is released. Registry[client.Object] serves any type.
+func ExampleRegistry_order() {
 	ctx := context.Background()
 	c := exampleClient(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w"}})
 	key := client.ObjectKey{Namespace: "default", Name: "w"}
 
-	// Cleanups run in registration order: the DNS record goes before the
-	// address it points to is released.
-	var set finalizer.Set
+	var registry finalizer.Registry[client.Object]
 	for _, name := range []string{"example.com/dns-record", "example.com/ip-address"} {
-		_ = set.Register(name, finalizer.Func(func(ctx context.Context, obj client.Object) error {
+		_ = registry.Register(name, finalizer.Func[client.Object](func(ctx context.Context, obj client.Object) error {
 			fmt.Println("cleaning up", name)
 			return nil
 		}))
 	}
-
-	// The reconciler's normal path.
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, key, w)
-	changed, err := set.EnsureAll(ctx, c, w)
-	fmt.Println("added:", changed, err, w.Finalizers)
-
-	// The user deletes the object; the reconciler's deletion path.
+	_, _ = registry.AddAll(ctx, c, w)
 	_ = c.Delete(ctx, w)
 	_ = c.Get(ctx, key, w)
-	res, err := set.Run(ctx, c, w)
-	fmt.Println("removed:", res.Removed, "done:", res.Done(), err)
-
-	err = c.Get(ctx, key, w)
-	fmt.Println("gone:", apierrors.IsNotFound(err))
+	res, err := registry.Run(ctx, c, w)
+	fmt.Println("removed:", res.Removed, err)
 	// Output:
-	// added: true <nil> [example.com/dns-record example.com/ip-address]
 	// cleaning up example.com/dns-record
 	// cleaning up example.com/ip-address
-	// removed: [example.com/dns-record example.com/ip-address] done: true <nil>
-	// gone: true
+	// removed: [example.com/dns-record example.com/ip-address] <nil>
 }
 
 func ExampleCleanupError() {
@@ -86,11 +123,11 @@ func ExampleCleanupError() {
 	_ = c.Get(ctx, key, w)
 
 	errBusy := errors.New("bucket is not empty")
-	var set finalizer.Set
-	_ = set.Register("example.com/bucket", finalizer.Func(func(context.Context, client.Object) error {
+	var registry finalizer.Registry[*testapi.Widget]
+	_ = registry.Register("example.com/bucket", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error {
 		return errBusy
 	}))
-	res, err := set.Run(ctx, c, w)
+	res, err := registry.Run(ctx, c, w)
 
 	var cleanupErr *finalizer.CleanupError
 	fmt.Println(errors.As(err, &cleanupErr), cleanupErr.Name, errors.Is(err, errBusy))

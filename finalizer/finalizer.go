@@ -14,25 +14,25 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// ErrDeleting is returned by [Ensure] and [Set.EnsureAll] when the object is
+// ErrDeleting is returned by [Add] and [Registry.AddAll] when the object is
 // being deleted (it has a deletionTimestamp): no finalizer is ever added to
 // such an object (the API server would refuse it anyway). A reconciler that
-// sees it should take its deletion path, for example [Set.Run].
-var ErrDeleting = errors.New("object is being deleted")
+// sees it should take its deletion path, for example [Registry.Run].
+var ErrDeleting = errors.New("finalizer: object is being deleted")
 
-// ErrNotDeleting is returned by [Set.Run] when the object has no
+// ErrNotDeleting is returned by [Registry.Run] when the object has no
 // deletionTimestamp: cleanup runs only for objects being deleted.
-var ErrNotDeleting = errors.New("object is not being deleted")
+var ErrNotDeleting = errors.New("finalizer: object is not being deleted")
 
 // ErrInvalidName is wrapped by the error returned for a finalizer name the API
 // server would reject (it must be a qualified name such as
 // "example.com/cleanup").
-var ErrInvalidName = errors.New("invalid finalizer name")
+var ErrInvalidName = errors.New("finalizer: invalid name")
 
-// DefaultBackoff is the retry schedule used after a conflict unless
-// [WithBackoff] says otherwise: up to 6 attempts, 10ms apart at first,
+// DefaultRetry is the retry schedule used after a conflict unless
+// [WithRetry] says otherwise: up to 6 attempts, 10ms apart at first,
 // doubling, with jitter.
-var DefaultBackoff = wait.Backoff{Steps: 6, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5}
+var DefaultRetry = wait.Backoff{Steps: 6, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5}
 
 // Option changes how a write is made.
 type Option func(*options)
@@ -50,15 +50,15 @@ func WithAPIReader(r client.Reader) Option {
 	return func(o *options) { o.reader = r }
 }
 
-// WithBackoff sets how often and how fast a write is retried after a
-// conflict. The default is [DefaultBackoff]. A backoff with Steps < 1 makes
+// WithRetry sets how often and how fast a write is retried after a
+// conflict. The default is [DefaultRetry]. A backoff with Steps < 1 makes
 // exactly one attempt.
-func WithBackoff(b wait.Backoff) Option {
+func WithRetry(b wait.Backoff) Option {
 	return func(o *options) { o.backoff = b }
 }
 
 func newOptions(c client.Reader, opts []Option) options {
-	o := options{reader: c, backoff: DefaultBackoff}
+	o := options{reader: c, backoff: DefaultRetry}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
@@ -80,21 +80,21 @@ func ValidateName(name string) error {
 	return nil
 }
 
-// Ensure adds the finalizer name to obj and persists it with a patch, unless
+// Add adds the finalizer name to obj and persists it with a patch, unless
 // obj already has it (then it makes no request at all and returns false).
 //
 // The patch carries obj's resourceVersion, so it cannot overwrite a finalizer
-// another writer added or removed meanwhile; on a conflict Ensure re-reads the
-// object (see [WithAPIReader]) and tries again (see [WithBackoff]). obj is
+// another writer added or removed meanwhile; on a conflict Add re-reads the
+// object (see [WithAPIReader]) and tries again (see [WithRetry]). obj is
 // updated with what the server stored. An obj without a resourceVersion
 // (built by hand from a name) is read from the server first.
 //
-// Ensure never adds a finalizer to an object being deleted: it returns
+// Add never adds a finalizer to an object being deleted: it returns
 // [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp,
 // even if the finalizer is there: the caller belongs on its deletion path.
 // When the object no longer exists the error satisfies
 // apierrors.IsNotFound (so client.IgnoreNotFound drops it).
-func Ensure(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+func Add(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
 	// The hot path of every reconcile: present, so valid (the server stored
 	// it), and nothing to write.
 	if obj.GetResourceVersion() != "" && !deleting(obj) && slices.Contains(obj.GetFinalizers(), name) {
@@ -116,7 +116,7 @@ func Ensure(ctx context.Context, c client.Client, obj client.Object, name string
 
 // Remove removes the finalizer name from obj and persists it with a patch,
 // unless obj does not have it (then it makes no request and returns false).
-// Like [Ensure] it re-reads and retries on a conflict, so it never drops a
+// Like [Add] it re-reads and retries on a conflict, so it never drops a
 // finalizer another writer added meanwhile.
 //
 // An object that no longer exists has no finalizers: Remove then returns

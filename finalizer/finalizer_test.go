@@ -44,25 +44,25 @@ func serverFinalizers(t *testing.T, c client.Client, obj client.Object) []string
 	return w.Finalizers
 }
 
-func TestEnsurePersistsOnceThenMakesNoRequests(t *testing.T) {
+func TestAddPersistsOnceThenMakesNoRequests(t *testing.T) {
 	c, reqs := countingClient(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	reqs.Snapshot()
 
-	changed, err := finalizer.Ensure(ctx, c, w, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, w, fooFinalizer)
 	if err != nil || !changed {
-		t.Fatalf("first Ensure = (%v, %v), want (true, nil)", changed, err)
+		t.Fatalf("first Add = (%v, %v), want (true, nil)", changed, err)
 	}
 	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.Snapshot()); diff != "" {
-		t.Errorf("requests of the first Ensure (-want +got):\n%s", diff)
+		t.Errorf("requests of the first Add (-want +got):\n%s", diff)
 	}
 	want := []string{keepFinalizer, fooFinalizer}
 	if diff := cmp.Diff(want, w.Finalizers); diff != "" {
-		t.Errorf("obj finalizers after Ensure (-want +got):\n%s", diff)
+		t.Errorf("obj finalizers after Add (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(want, serverFinalizers(t, c, w)); diff != "" {
-		t.Errorf("server finalizers after Ensure (-want +got):\n%s", diff)
+		t.Errorf("server finalizers after Add (-want +got):\n%s", diff)
 	}
 	reqs.Snapshot()
 
@@ -73,13 +73,13 @@ func TestEnsurePersistsOnceThenMakesNoRequests(t *testing.T) {
 	}
 	reqs.Snapshot()
 	for i, obj := range []*testapi.Widget{w, w, fresh} {
-		changed, err := finalizer.Ensure(ctx, c, obj, fooFinalizer)
+		changed, err := finalizer.Add(ctx, c, obj, fooFinalizer)
 		if err != nil || changed {
-			t.Errorf("repeat %d: Ensure = (%v, %v), want (false, nil)", i, changed, err)
+			t.Errorf("repeat %d: Add = (%v, %v), want (false, nil)", i, changed, err)
 		}
 	}
 	if got := reqs.Snapshot(); len(got) != 0 {
-		t.Errorf("repeated Ensure sent requests %v, want none", got)
+		t.Errorf("repeated Add sent requests %v, want none", got)
 	}
 }
 
@@ -121,13 +121,13 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	a, b := w.DeepCopy(), w.DeepCopy()
 
-	if _, err := finalizer.Ensure(ctx, c, b, barFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, c, b, barFinalizer); err != nil {
 		t.Fatalf("writer b: %v", err)
 	}
 	reqs.Snapshot()
-	changed, err := finalizer.Ensure(ctx, c, a, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, a, fooFinalizer)
 	if err != nil || !changed {
-		t.Fatalf("stale writer a: Ensure = (%v, %v), want (true, nil)", changed, err)
+		t.Fatalf("stale writer a: Add = (%v, %v), want (true, nil)", changed, err)
 	}
 	// One rejected patch, one re-read, one accepted patch.
 	if diff := cmp.Diff(map[string]int{"patch": 2, "get": 1}, reqs.Snapshot()); diff != "" {
@@ -156,13 +156,13 @@ func TestWithBackoffOfOneAttemptReturnsTheConflictAndLeavesObjUnchanged(t *testi
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	stale := w.DeepCopy()
-	if _, err := finalizer.Ensure(ctx, c, w, barFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, c, w, barFinalizer); err != nil {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Ensure(ctx, c, stale, fooFinalizer, finalizer.WithBackoff(wait.Backoff{Steps: 1}))
+	changed, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithRetry(wait.Backoff{Steps: 1}))
 	if changed || !apierrors.IsConflict(err) {
-		t.Fatalf("Ensure = (%v, %v), want (false, a Conflict)", changed, err)
+		t.Fatalf("Add = (%v, %v), want (false, a Conflict)", changed, err)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, stale.Finalizers); diff != "" {
 		t.Errorf("obj finalizers after a failed write must be as before (-want +got):\n%s", diff)
@@ -178,10 +178,10 @@ func TestWithAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w")
 	stale := w.DeepCopy()
-	if _, err := finalizer.Ensure(ctx, c, w, barFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, c, w, barFinalizer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := finalizer.Ensure(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader)); err != nil {
+	if _, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader)); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]int{"get": 1}, reqs.Snapshot()); diff != "" {
@@ -189,7 +189,7 @@ func TestWithAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
 	}
 }
 
-func TestEnsureOnObjectBeingDeletedAddsNothing(t *testing.T) {
+func TestAddOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	c, reqs := countingClient(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
@@ -202,20 +202,20 @@ func TestEnsureOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	reqs.Snapshot()
 
 	for _, name := range []string{fooFinalizer, keepFinalizer} {
-		changed, err := finalizer.Ensure(ctx, c, w, name)
+		changed, err := finalizer.Add(ctx, c, w, name)
 		if changed || !errors.Is(err, finalizer.ErrDeleting) {
-			t.Errorf("Ensure(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
+			t.Errorf("Add(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
 		}
 	}
 	if got := reqs.Snapshot(); len(got) != 0 {
-		t.Errorf("Ensure on a deleting object sent requests %v, want none", got)
+		t.Errorf("Add on a deleting object sent requests %v, want none", got)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, w)); diff != "" {
 		t.Errorf("server finalizers (-want +got):\n%s", diff)
 	}
 }
 
-func TestEnsureWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
+func TestAddWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	c, reqs := countingClient(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
@@ -225,9 +225,9 @@ func TestEnsureWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	}
 	reqs.Snapshot()
 
-	changed, err := finalizer.Ensure(ctx, c, read, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, read, fooFinalizer)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
-		t.Fatalf("Ensure = (%v, %v), want (false, ErrDeleting)", changed, err)
+		t.Fatalf("Add = (%v, %v), want (false, ErrDeleting)", changed, err)
 	}
 	if read.DeletionTimestamp.IsZero() {
 		t.Errorf("obj was not refreshed from the server: no deletionTimestamp")
@@ -240,7 +240,7 @@ func TestEnsureWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	}
 }
 
-func TestEnsureWhenObjectIsDeletedBeforeTheWrite(t *testing.T) {
+func TestAddWhenObjectIsDeletedBeforeTheWrite(t *testing.T) {
 	c := env.Client(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w")
@@ -249,15 +249,15 @@ func TestEnsureWhenObjectIsDeletedBeforeTheWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Ensure(ctx, c, read, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, read, fooFinalizer)
 	if changed || !apierrors.IsNotFound(err) {
-		t.Fatalf("Ensure = (%v, %v), want (false, NotFound)", changed, err)
+		t.Fatalf("Add = (%v, %v), want (false, NotFound)", changed, err)
 	}
 	if client.IgnoreNotFound(err) != nil {
 		t.Errorf("client.IgnoreNotFound(%v) must drop it", err)
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); !apierrors.IsNotFound(err) {
-		t.Errorf("get after Ensure: %v, want NotFound: Ensure must not recreate the object", err)
+		t.Errorf("get after Add: %v, want NotFound: Add must not recreate the object", err)
 	}
 }
 
@@ -324,10 +324,10 @@ func TestInvalidNamesAreRejectedBeforeAnyRequest(t *testing.T) {
 			if err := finalizer.ValidateName(tt.finalizer); !errors.Is(err, finalizer.ErrInvalidName) {
 				t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", tt.finalizer, err)
 			}
-			// A nil client would panic if Ensure sent anything.
-			changed, err := finalizer.Ensure(t.Context(), nil, &testapi.Widget{}, tt.finalizer)
+			// A nil client would panic if Add sent anything.
+			changed, err := finalizer.Add(t.Context(), nil, &testapi.Widget{}, tt.finalizer)
 			if changed || !errors.Is(err, finalizer.ErrInvalidName) {
-				t.Errorf("Ensure(%q) = (%v, %v), want (false, ErrInvalidName)", tt.finalizer, changed, err)
+				t.Errorf("Add(%q) = (%v, %v), want (false, ErrInvalidName)", tt.finalizer, changed, err)
 			}
 		})
 	}
@@ -365,7 +365,7 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 					for {
 						var err error
 						if add {
-							_, err = finalizer.Ensure(ctx, c, obj, name)
+							_, err = finalizer.Add(ctx, c, obj, name)
 						} else {
 							_, err = finalizer.Remove(ctx, c, obj, name)
 						}
@@ -395,10 +395,10 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 				}
 			}
 			// End with the finalizer added.
-			patient := finalizer.DefaultBackoff
+			patient := finalizer.DefaultRetry
 			patient.Steps = 50
-			if _, err := finalizer.Ensure(ctx, c, obj, name, finalizer.WithBackoff(patient)); err != nil {
-				fail("final Ensure: %v", err)
+			if _, err := finalizer.Add(ctx, c, obj, name, finalizer.WithRetry(patient)); err != nil {
+				fail("final Add: %v", err)
 			}
 		})
 	}
@@ -425,7 +425,7 @@ func TestValidateNameAcceptsQualifiedNames(t *testing.T) {
 // TestHandBuiltObjectIsReadBeforeItIsWritten covers an object the caller
 // built with only a namespace and name: a patch from it would carry no
 // resourceVersion, hence no lock, and would replace the stored finalizers.
-// Ensure and Remove read it first.
+// Add and Remove read it first.
 func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	c, reqs := countingClient(t)
 	ctx := t.Context()
@@ -434,9 +434,9 @@ func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	reqs.Snapshot()
 
 	handBuilt := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	changed, err := finalizer.Ensure(ctx, c, handBuilt, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, handBuilt, fooFinalizer)
 	if err != nil || !changed {
-		t.Fatalf("Ensure = (%v, %v), want (true, nil)", changed, err)
+		t.Fatalf("Add = (%v, %v), want (true, nil)", changed, err)
 	}
 	if diff := cmp.Diff(map[string]int{"get": 1, "patch": 1}, reqs.Snapshot()); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)

@@ -27,8 +27,8 @@ import (
 // Secret: always 0) never get a bump, and controller-runtime's fake client
 // bumps nothing, so there the update is dropped and cleanup never starts.
 // Predicate makes the outcome the same everywhere. It also lets through the
-// removal of a finalizer by someone else, so [Set.EnsureAll] can put it back;
-// the addition of one (usually the reconciler's own EnsureAll) is dropped, as
+// removal of a finalizer by someone else, so [Registry.AddAll] can put it back;
+// the addition of one (usually the reconciler's own AddAll) is dropped, as
 // it needs no reconcile.
 func Predicate() predicate.Funcs {
 	return predicate.Funcs{
@@ -45,7 +45,7 @@ func Predicate() predicate.Funcs {
 }
 
 // lostFinalizer reports whether a finalizer of old is missing from new.
-// Additions (our own EnsureAll, most often) are not worth a reconcile.
+// Additions (our own AddAll, most often) are not worth a reconcile.
 func lostFinalizer(old, new []string) bool {
 	for _, f := range old {
 		if !slices.Contains(new, f) {

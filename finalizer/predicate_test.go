@@ -41,7 +41,7 @@ func TestPredicateUpdate(t *testing.T) {
 		want     bool
 	}{
 		{"deletion begins", widget(nil), widget(func(w *testapi.Widget) { w.DeletionTimestamp = &now }), true},
-		{"finalizer added (our own EnsureAll: no reconcile needed)", widget(nil), widget(func(w *testapi.Widget) { w.Finalizers = append(w.Finalizers, keepFinalizer) }), false},
+		{"finalizer added (our own AddAll: no reconcile needed)", widget(nil), widget(func(w *testapi.Widget) { w.Finalizers = append(w.Finalizers, keepFinalizer) }), false},
 		{"one of two finalizers removed", widget(func(w *testapi.Widget) { w.Finalizers = append(w.Finalizers, keepFinalizer) }), widget(nil), true},
 		{"finalizer removed by someone else", widget(nil), widget(func(w *testapi.Widget) { w.Finalizers = nil }), true},
 		{"label change only", widget(nil), widget(func(w *testapi.Widget) { w.Labels = map[string]string{"a": "b"} }), false},
@@ -141,8 +141,8 @@ func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 
 	var mu sync.Mutex
 	cleaned := map[string]bool{}
-	var set finalizer.Set
-	if err := set.Register(dnsFinalizer, finalizer.Func(func(ctx context.Context, obj client.Object) error {
+	var set finalizer.Registry[client.Object]
+	if err := set.Register(dnsFinalizer, finalizer.Func[client.Object](func(ctx context.Context, obj client.Object) error {
 		mu.Lock()
 		defer mu.Unlock()
 		cleaned[obj.GetName()] = true
@@ -160,7 +160,7 @@ func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 				_, err := set.Run(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()))
 				return ctrl.Result{}, err
 			}
-			_, err := set.EnsureAll(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()))
+			_, err := set.AddAll(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()))
 			return ctrl.Result{}, err
 		})
 	}

@@ -14,16 +14,17 @@ import (
 // Finalizer cleans up what an object being deleted holds outside of the
 // API server's garbage collection (cloud resources, DNS records, children in
 // other namespaces). Finalize must be idempotent: it runs again after a
-// failure, a conflict or a restart of the controller.
-type Finalizer interface {
-	Finalize(ctx context.Context, obj client.Object) error
+// failure, a conflict or a restart of the controller. T is the object's type
+// (a pointer type such as *v1.Widget), or client.Object for any object.
+type Finalizer[T client.Object] interface {
+	Finalize(ctx context.Context, obj T) error
 }
 
 // Func adapts a function to [Finalizer].
-type Func func(ctx context.Context, obj client.Object) error
+type Func[T client.Object] func(ctx context.Context, obj T) error
 
 // Finalize calls f.
-func (f Func) Finalize(ctx context.Context, obj client.Object) error { return f(ctx, obj) }
+func (f Func[T]) Finalize(ctx context.Context, obj T) error { return f(ctx, obj) }
 
 // CleanupError reports a [Finalizer] that failed; its finalizer stays on the
 // object. It unwraps to the cause, so errors.Is, errors.As and the errors
@@ -43,56 +44,59 @@ func (e *CleanupError) Error() string {
 // Unwrap returns the cause.
 func (e *CleanupError) Unwrap() error { return e.Err }
 
-// Result says what [Set.Run] did.
-type Result struct {
+// RunResult says what [Registry.Run] did.
+type RunResult struct {
 	// Removed lists, in run order, the finalizers whose cleanup succeeded
 	// and that this call removed from the object.
 	Removed []string
-	// Remaining lists, in run order, the Set's finalizers still on the
-	// object. It is empty once the Set is done with the object.
+	// Remaining lists, in run order, the Registry's finalizers still on the
+	// object. It is empty once the Registry is done with the object.
 	Remaining []string
 }
 
-// Done reports whether none of the Set's finalizers remain on the object.
-func (r Result) Done() bool { return len(r.Remaining) == 0 }
+// Done reports whether none of the Registry's finalizers remain on the
+// object.
+func (r RunResult) Done() bool { return len(r.Remaining) == 0 }
 
-// Set is an ordered collection of named finalizers. Cleanups run in the
-// order the finalizers were registered, one at a time, and stop at the first
-// failure, so a finalizer may rely on every earlier one having completed.
+// Registry is an ordered collection of named finalizers for objects of type
+// T. Cleanups run in the order the finalizers were registered, one at a
+// time, and stop at the first failure, so a finalizer may rely on every
+// earlier one having completed.
 //
-// The zero value is an empty Set ready to use. Register finalizers while
-// setting up; a Set is safe for concurrent use by several reconciles.
-type Set struct {
+// The zero value is an empty Registry ready to use. Register finalizers
+// while setting up; a Registry is safe for concurrent use by several
+// reconciles.
+type Registry[T client.Object] struct {
 	mu      sync.RWMutex
-	entries []entry
+	entries []entry[T]
 }
 
-type entry struct {
+type entry[T client.Object] struct {
 	name string
-	f    Finalizer
+	f    Finalizer[T]
 }
 
-// Register appends the finalizer name, cleaned up by f, to the Set. It
+// Register appends the finalizer name, cleaned up by f, to the Registry. It
 // returns an error, and changes nothing, when name is not a valid finalizer
 // name (see [ValidateName]), is already registered, or f is nil.
-func (s *Set) Register(name string, f Finalizer) error {
+func (s *Registry[T]) Register(name string, f Finalizer[T]) error {
 	if err := ValidateName(name); err != nil {
 		return err
 	}
 	if f == nil {
-		return fmt.Errorf("registering finalizer %q: nil Finalizer", name)
+		return fmt.Errorf("finalizer: registering %q: nil Finalizer", name)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if slices.ContainsFunc(s.entries, func(e entry) bool { return e.name == name }) {
-		return fmt.Errorf("registering finalizer %q: already registered", name)
+	if slices.ContainsFunc(s.entries, func(e entry[T]) bool { return e.name == name }) {
+		return fmt.Errorf("finalizer: registering %q: already registered", name)
 	}
-	s.entries = append(s.entries, entry{name: name, f: f})
+	s.entries = append(s.entries, entry[T]{name: name, f: f})
 	return nil
 }
 
 // Names returns the registered finalizer names in run order.
-func (s *Set) Names() []string {
+func (s *Registry[T]) Names() []string {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
 	names := make([]string, len(s.entries))
@@ -102,14 +106,14 @@ func (s *Set) Names() []string {
 	return names
 }
 
-// EnsureAll adds every registered finalizer that obj lacks, in one patch, in
-// registration order; like [Ensure] it makes no request when nothing is
+// AddAll adds every registered finalizer that obj lacks, in one patch, in
+// registration order; like [Add] it makes no request when nothing is
 // missing, never drops another writer's finalizer, and returns [ErrDeleting]
 // for an object being deleted. Call it on the not-deleted path of a
 // reconcile, before creating anything that will need cleaning up.
-func (s *Set) EnsureAll(ctx context.Context, c client.Client, obj client.Object, opts ...Option) (changed bool, err error) {
+func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts ...Option) (changed bool, err error) {
 	s.mu.RLock()
-	missing := slices.ContainsFunc(s.entries, func(e entry) bool { return !slices.Contains(obj.GetFinalizers(), e.name) })
+	missing := slices.ContainsFunc(s.entries, func(e entry[T]) bool { return !slices.Contains(obj.GetFinalizers(), e.name) })
 	s.mu.RUnlock()
 	if !missing && !deleting(obj) && obj.GetResourceVersion() != "" {
 		return false, nil // the hot path: nothing to write
@@ -140,7 +144,7 @@ func (s *Set) EnsureAll(ctx context.Context, c client.Client, obj client.Object,
 // registered finalizer the object still has, stopping at the first failure,
 // and then removes the finalizers whose cleanup succeeded in one patch that
 // cannot drop another writer's finalizer (see [Remove]). Finalizers on the
-// object that the Set does not know are left alone.
+// object that the Registry does not know are left alone.
 //
 // A failed cleanup keeps its finalizer (and those after it) and is returned
 // as a [*CleanupError] wrapping the cause, joined with the patch error if
@@ -148,9 +152,9 @@ func (s *Set) EnsureAll(ctx context.Context, c client.Client, obj client.Object,
 // done: Run then returns a Result with nothing remaining and no error.
 // Run returns [ErrNotDeleting], without running anything, for an object that
 // is not being deleted.
-func (s *Set) Run(ctx context.Context, c client.Client, obj client.Object, opts ...Option) (Result, error) {
+func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...Option) (RunResult, error) {
 	if !deleting(obj) {
-		return Result{}, fmt.Errorf("running finalizers of %s: %w", describe(obj), ErrNotDeleting)
+		return RunResult{}, fmt.Errorf("running finalizers of %s: %w", describe(obj), ErrNotDeleting)
 	}
 	s.mu.RLock()
 	entries := slices.Clone(s.entries)
@@ -187,12 +191,12 @@ func (s *Set) Run(ctx context.Context, c client.Client, obj client.Object, opts 
 	if apierrors.IsNotFound(patchErr) {
 		// The object is gone, and with it every finalizer: someone else
 		// removed the last one. A failed cleanup is still reported.
-		return Result{}, cleanupErr
+		return RunResult{}, cleanupErr
 	}
 	if patchErr != nil {
 		removed = nil
 	}
-	res := Result{Removed: removed}
+	res := RunResult{Removed: removed}
 	for _, e := range entries {
 		if slices.Contains(obj.GetFinalizers(), e.name) {
 			res.Remaining = append(res.Remaining, e.name)

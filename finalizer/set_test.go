@@ -31,11 +31,11 @@ type recorder struct {
 	fail map[string]error
 }
 
-func (r *recorder) set(t *testing.T, names ...string) *finalizer.Set {
+func (r *recorder) set(t *testing.T, names ...string) *finalizer.Registry[client.Object] {
 	t.Helper()
-	s := &finalizer.Set{}
+	s := &finalizer.Registry[client.Object]{}
 	for _, n := range names {
-		err := s.Register(n, finalizer.Func(func(ctx context.Context, obj client.Object) error {
+		err := s.Register(n, finalizer.Func[client.Object](func(ctx context.Context, obj client.Object) error {
 			r.ran = append(r.ran, n)
 			return r.fail[n]
 		}))
@@ -70,24 +70,24 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 	}
 
 	reqs.Snapshot()
-	changed, err := s.EnsureAll(ctx, c, w)
+	changed, err := s.AddAll(ctx, c, w)
 	if err != nil || !changed {
-		t.Fatalf("EnsureAll = (%v, %v), want (true, nil)", changed, err)
+		t.Fatalf("AddAll = (%v, %v), want (true, nil)", changed, err)
 	}
 	if diff := cmp.Diff(map[string]int{"patch": 1}, reqs.Snapshot()); diff != "" {
-		t.Errorf("EnsureAll adds all missing finalizers in one patch (-want +got):\n%s", diff)
+		t.Errorf("AddAll adds all missing finalizers in one patch (-want +got):\n%s", diff)
 	}
 	want := []string{keepFinalizer, networkFinalizer, dnsFinalizer, bucketFinalizer}
 	if diff := cmp.Diff(want, serverFinalizers(t, c, w)); diff != "" {
-		t.Errorf("server finalizers after EnsureAll (-want +got):\n%s", diff)
+		t.Errorf("server finalizers after AddAll (-want +got):\n%s", diff)
 	}
 	reqs.Snapshot()
-	changed, err = s.EnsureAll(ctx, c, w)
+	changed, err = s.AddAll(ctx, c, w)
 	if err != nil || changed {
-		t.Errorf("second EnsureAll = (%v, %v), want (false, nil)", changed, err)
+		t.Errorf("second AddAll = (%v, %v), want (false, nil)", changed, err)
 	}
 	if got := reqs.Snapshot(); len(got) != 0 {
-		t.Errorf("second EnsureAll sent requests %v, want none", got)
+		t.Errorf("second AddAll sent requests %v, want none", got)
 	}
 
 	deleted(t, c, w)
@@ -99,7 +99,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 	if diff := cmp.Diff(s.Names(), rec.ran); diff != "" {
 		t.Errorf("cleanup order (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(finalizer.Result{Removed: s.Names()}, res); diff != "" {
+	if diff := cmp.Diff(finalizer.RunResult{Removed: s.Names()}, res); diff != "" {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}
 	if !res.Done() {
@@ -112,7 +112,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 		t.Errorf("server finalizers after Run (-want +got):\n%s", diff)
 	}
 
-	// Nothing left for the Set: a second Run is free and runs nothing.
+	// Nothing left for the Registry: a second Run is free and runs nothing.
 	rec.ran = nil
 	reqs.Snapshot()
 	res, err = s.Run(ctx, c, w)
@@ -131,7 +131,7 @@ func TestRunFailingCleanupKeepsItsFinalizerAndReturnsTheCause(t *testing.T) {
 	cause := apierrors.NewServiceUnavailable("bucket service down")
 	rec := &recorder{fail: map[string]error{dnsFinalizer: cause}}
 	s := rec.set(t, networkFinalizer, dnsFinalizer, bucketFinalizer)
-	if _, err := s.EnsureAll(ctx, c, w); err != nil {
+	if _, err := s.AddAll(ctx, c, w); err != nil {
 		t.Fatal(err)
 	}
 	deleted(t, c, w)
@@ -147,7 +147,7 @@ func TestRunFailingCleanupKeepsItsFinalizerAndReturnsTheCause(t *testing.T) {
 	if diff := cmp.Diff([]string{networkFinalizer, dnsFinalizer}, rec.ran); diff != "" {
 		t.Errorf("cleanups that ran: a failure stops the later ones (-want +got):\n%s", diff)
 	}
-	wantRes := finalizer.Result{Removed: []string{networkFinalizer}, Remaining: []string{dnsFinalizer, bucketFinalizer}}
+	wantRes := finalizer.RunResult{Removed: []string{networkFinalizer}, Remaining: []string{dnsFinalizer, bucketFinalizer}}
 	if diff := cmp.Diff(wantRes, res); diff != "" {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}
@@ -175,7 +175,7 @@ func TestRunCleanupErrorKeepsTerminalCauseVisible(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w")
 	rec := &recorder{fail: map[string]error{dnsFinalizer: reconcile.TerminalError(errors.New("zone is locked"))}}
 	s := rec.set(t, dnsFinalizer)
-	if _, err := s.EnsureAll(ctx, c, w); err != nil {
+	if _, err := s.AddAll(ctx, c, w); err != nil {
 		t.Fatal(err)
 	}
 	deleted(t, c, w)
@@ -223,27 +223,27 @@ func TestRunWhenTheObjectVanishesIsDone(t *testing.T) {
 	}
 }
 
-func TestEnsureAllOnObjectBeingDeletedAddsNothing(t *testing.T) {
+func TestAddAllOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	c, reqs := countingClient(t)
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	deleted(t, c, w)
 	rec := &recorder{}
 	reqs.Snapshot()
-	changed, err := rec.set(t, dnsFinalizer).EnsureAll(t.Context(), c, w)
+	changed, err := rec.set(t, dnsFinalizer).AddAll(t.Context(), c, w)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
-		t.Errorf("EnsureAll = (%v, %v), want (false, ErrDeleting)", changed, err)
+		t.Errorf("AddAll = (%v, %v), want (false, ErrDeleting)", changed, err)
 	}
 	if got := reqs.Snapshot(); len(got) != 0 {
-		t.Errorf("EnsureAll sent requests %v, want none", got)
+		t.Errorf("AddAll sent requests %v, want none", got)
 	}
 }
 
 func TestRegisterRejectsBadInput(t *testing.T) {
-	noop := finalizer.Func(func(context.Context, client.Object) error { return nil })
+	noop := finalizer.Func[client.Object](func(context.Context, client.Object) error { return nil })
 	tests := []struct {
 		name      string
 		finalizer string
-		f         finalizer.Finalizer
+		f         finalizer.Finalizer[client.Object]
 		wantIs    error
 	}{
 		{name: "invalid name", finalizer: "not valid/x/y", f: noop, wantIs: finalizer.ErrInvalidName},
@@ -252,7 +252,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var s finalizer.Set
+			var s finalizer.Registry[client.Object]
 			if err := s.Register(dnsFinalizer, noop); err != nil {
 				t.Fatal(err)
 			}
@@ -264,7 +264,7 @@ func TestRegisterRejectsBadInput(t *testing.T) {
 				t.Errorf("Register(%q) = %v, want errors.Is %v", tt.finalizer, err, tt.wantIs)
 			}
 			if diff := cmp.Diff([]string{dnsFinalizer}, s.Names()); diff != "" {
-				t.Errorf("a rejected Register changed the Set (-want +got):\n%s", diff)
+				t.Errorf("a rejected Register changed the Registry (-want +got):\n%s", diff)
 			}
 		})
 	}
