@@ -13,7 +13,7 @@ import (
 // ErrNoUID is returned when the owner has no UID, which means it was not
 // read from or created on the API server: the server rejects an owner
 // reference or link without one.
-var ErrNoUID = errors.New("owner has no UID: read or create it on the API server first")
+var ErrNoUID = errors.New("ownership: owner has no UID: read or create it on the API server first")
 
 // terminal is what errors.Is compares against for controller-runtime's
 // terminal errors.

@@ -47,7 +47,7 @@ func WithListOptions(opts ...client.ListOption) Option {
 // order, and the errors of the deletes that failed, joined.
 func Prune(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, keep func(client.Object) bool, opts ...Option) ([]client.Object, error) {
 	if keep == nil {
-		return nil, errors.New("prune: keep func is nil")
+		return nil, errors.New("ownership: prune: keep func is nil")
 	}
 	if owner.GetUID() == "" {
 		return nil, fmt.Errorf("pruning children of %q: %w", client.ObjectKeyFromObject(owner), ErrNoUID)

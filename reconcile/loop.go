@@ -255,7 +255,7 @@ type summary struct {
 
 func summarize(obj status.Getter) summary {
 	for _, t := range []string{status.TypeStalled, status.TypeReconciling, status.TypeReady} {
-		if c, ok := status.Get(obj, t); ok && c.Status == metav1.ConditionTrue {
+		if c, ok := status.FindCondition(obj, t); ok && c.Status == metav1.ConditionTrue {
 			return summary{typ: t, reason: c.Reason, message: c.Message}
 		}
 	}

@@ -112,7 +112,7 @@ func TestLoopMarksReadyWithObservedGenerationAndFollowsSpecChanges(t *testing.T)
 	if w.Status.ObservedGeneration != 2 || w.Status.Phase != "two" {
 		t.Errorf("after a spec change: observedGeneration=%d phase=%q, want 2 and two", w.Status.ObservedGeneration, w.Status.Phase)
 	}
-	ready, _ := status.Get(w, status.TypeReady)
+	ready, _ := status.FindCondition(w, status.TypeReady)
 	if ready.ObservedGeneration != 2 {
 		t.Errorf("Ready.observedGeneration = %d, want 2", ready.ObservedGeneration)
 	}
@@ -143,7 +143,7 @@ func TestLoopStallsOnAPermanentErrorAndReturnsATerminalError(t *testing.T) {
 		t.Fatalf("error = %v, want a reconcile.TerminalError so controller-runtime stops retrying", err)
 	}
 	w := getWidget(t, c, req)
-	stalled, _ := status.Get(w, status.TypeStalled)
+	stalled, _ := status.FindCondition(w, status.TypeStalled)
 	if stalled.Status != metav1.ConditionTrue || stalled.Message == "" {
 		t.Errorf("Stalled = %+v, want True with the error's message", stalled)
 	}
@@ -186,7 +186,7 @@ func TestLoopKeepsTheResultAndErrorOfSyncWhenStatusAlsoChanged(t *testing.T) {
 		t.Fatalf("error = %v, want the transient error returned for a backoff retry", err)
 	}
 	w := getWidget(t, c, req)
-	rec, _ := status.Get(w, status.TypeReconciling)
+	rec, _ := status.FindCondition(w, status.TypeReconciling)
 	if rec.Status != metav1.ConditionTrue || status.IsTrue(w, status.TypeReady) {
 		t.Errorf("after a transient error: conditions = %+v, want Reconciling=True, not Ready", w.Status.Conditions)
 	}
@@ -380,7 +380,7 @@ func TestLoopReportsAFailingCleanupOnConditionsWithOneEvent(t *testing.T) {
 		}
 	}
 	w := getWidget(t, c, req)
-	rc, _ := status.Get(w, status.TypeReconciling)
+	rc, _ := status.FindCondition(w, status.TypeReconciling)
 	if rc.Status != metav1.ConditionTrue || rc.Reason != reconcile.ReasonCleanupFailed || !strings.Contains(rc.Message, "external system is down") {
 		t.Errorf("Reconciling = %+v, want True/%s with the cause", rc, reconcile.ReasonCleanupFailed)
 	}

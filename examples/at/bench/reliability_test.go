@@ -327,7 +327,7 @@ func TestBadInputHasADefinedOutcomeAndNoHotLoop(t *testing.T) {
 	}
 
 	stalled := getAt(t, c, unparsable)
-	if cond, _ := status.Get(stalled, status.TypeStalled); !strings.Contains(cond.Message, "spec.schedule") {
+	if cond, _ := status.FindCondition(stalled, status.TypeStalled); !strings.Contains(cond.Message, "spec.schedule") {
 		t.Errorf("Stalled message %q does not name spec.schedule", cond.Message)
 	}
 	if n := warnings(t, c, stalled); n != 1 {

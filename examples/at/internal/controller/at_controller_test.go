@@ -240,7 +240,7 @@ func TestAtRunsItsCommandOnceAtTheScheduleAndEndsDoneReady(t *testing.T) {
 	if done.Status.Outcome != atv1.OutcomeSucceeded || done.Status.ExitCode == nil || *done.Status.ExitCode != 0 {
 		t.Errorf("outcome = %q exitCode = %v, want Succeeded 0", done.Status.Outcome, done.Status.ExitCode)
 	}
-	ready, _ := status.Get(done, status.TypeReady)
+	ready, _ := status.FindCondition(done, status.TypeReady)
 	if ready.Status != metav1.ConditionTrue || ready.Reason != controller.ReasonCommandSucceeded {
 		t.Errorf("Ready = %+v, want True/%s", ready, controller.ReasonCommandSucceeded)
 	}
@@ -318,7 +318,7 @@ func TestAtWithAFailingCommandEndsDoneFailedAndStalled(t *testing.T) {
 	if done.Status.Outcome != atv1.OutcomeFailed || done.Status.ExitCode == nil || *done.Status.ExitCode != 3 {
 		t.Errorf("outcome = %q exitCode = %v, want Failed 3", done.Status.Outcome, done.Status.ExitCode)
 	}
-	stalled, _ := status.Get(done, status.TypeStalled)
+	stalled, _ := status.FindCondition(done, status.TypeStalled)
 	if stalled.Status != metav1.ConditionTrue || stalled.Reason != controller.ReasonCommandFailed || !strings.Contains(stalled.Message, "exit code 3") {
 		t.Errorf("Stalled = %+v, want True/%s naming exit code 3", stalled, controller.ReasonCommandFailed)
 	}
@@ -428,7 +428,7 @@ func TestAnUnparsableScheduleStallsOnceWithAWarningAndNoRetries(t *testing.T) {
 	}
 	key := client.ObjectKeyFromObject(at)
 	stalled := waitFor(t, c, key, "Stalled", func(a *atv1.At) bool { return status.IsTrue(a, status.TypeStalled) })
-	cond, _ := status.Get(stalled, status.TypeStalled)
+	cond, _ := status.FindCondition(stalled, status.TypeStalled)
 	// The message names the field; errors.Message masks the time-like value
 	// itself, as it masks every timestamp, to keep the message stable.
 	if !strings.Contains(cond.Message, "spec.schedule") {
