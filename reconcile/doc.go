@@ -46,13 +46,11 @@
 // # The composed loop
 //
 // [Loop] is an optional, complete reconcile.Reconciler built from the other
-// packages: fetch (gone means done), run finalizers on deletion, keep them on
-// the object otherwise, call the user's Sync, set Ready / Reconciling /
-// Stalled and observedGeneration from its outcome (see [Progress]), write the
-// status subresource only when it changed, record an event on each summary
-// transition, and return what requeue.Policy makes of Sync's result and
-// error. A new reconciler is then only its Sync function; the At example
-// (examples/at) is written that way.
+// packages, around a Sync function that is only the reconciler's business
+// logic and reports its [Progress]. Its steps are written once, on [Loop];
+// the At example (examples/at) is written that way. [Events] says which
+// summary transitions become Kubernetes events: by default one Normal event
+// when an object becomes Ready, and Warnings.
 //
 // # Performance
 //

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -30,62 +31,102 @@ type Object interface {
 	status.Setter
 }
 
-// State is the summary a reconciler's function reports for an object that
-// it reconciled without error.
+// State is how far along a reconciled object is, as its Sync reports it.
 type State int
 
 const (
 	// Done: the object is as desired. Ready=True.
 	Done State = iota
-	// InProgress: the function did its part and waits for something (a
-	// timer, a child object, an external system). Reconciling=True,
-	// Ready=Unknown.
+	// InProgress: Sync did its part and waits for something (a timer, a
+	// child object, an external system). Reconciling=True, Ready=Unknown.
 	InProgress
 	// Failed: the object reached a final failed state that no retry
 	// changes. Stalled=True, Ready=False.
 	Failed
 )
 
-// Progress is a [State] with the reason and message that the summary
-// conditions carry.
+// Progress is what a [Loop]'s Sync reports for an object it reconciled
+// without error: its [State] with the reason and message that the summary
+// conditions carry, and when to run again. The zero Progress is Done, with
+// reason [status.ReasonSucceeded] and no requeue.
 type Progress struct {
-	State   State
-	Reason  string
+	// State is how far along the object is.
+	State State
+	// Reason is the summary conditions' reason. Empty means the status
+	// package's default for the state.
+	Reason string
+	// Message is the summary conditions' message.
 	Message string
+	// Requeue is when to reconcile again (requeue.At, requeue.After,
+	// requeue.Every, ...). The zero Result waits for the next event.
+	Requeue ctrl.Result
+}
+
+// Events says which summary transitions a [Loop] records as Kubernetes
+// events. Every event is a write to the API server, so by default the loop
+// records only those that tell a user something worth a notification.
+type Events int
+
+const (
+	// EventsOnReadyAndWarnings records a Normal event when an object
+	// becomes Ready and a Warning event when it becomes Stalled or when a
+	// reported failure changes its summary. Moves into Reconciling are
+	// recorded on the conditions only. A successful lifecycle costs one
+	// event per object. It is the default.
+	EventsOnReadyAndWarnings Events = iota
+	// EventsOnTransitions records an event on every change of the summary:
+	// Normal for Ready and Reconciling, Warning for Stalled and failures.
+	EventsOnTransitions
+	// EventsWarningsOnly records Warning events only.
+	EventsWarningsOnly
+)
+
+// String returns the policy's name, "EventsOnReadyAndWarnings" for example.
+func (e Events) String() string {
+	switch e {
+	case EventsOnReadyAndWarnings:
+		return "EventsOnReadyAndWarnings"
+	case EventsOnTransitions:
+		return "EventsOnTransitions"
+	case EventsWarningsOnly:
+		return "EventsWarningsOnly"
+	}
+	return fmt.Sprintf("Events(%d)", int(e))
 }
 
 // Loop is a [crreconcile.Reconciler] that runs the steps every reconciler of
 // objects of type T needs, around the one step that is the user's own:
 //
 //  1. Fetch the object; gone means done, with no error.
-//  2. Being deleted: run the [finalizer.Set] (cleanups in their fixed order,
-//     each finalizer removed when its cleanup succeeded), and stop. A failed
-//     cleanup is reported on the conditions with [ReasonCleanupFailed]
-//     (Reconciling, or Stalled when permanent) and through the policy.
-//  3. Ensure every finalizer of the Set is on the object (one patch, only
-//     when one is missing).
-//  4. Call Sync with the object. Sync reads and changes the object's
-//     status freely; it returns the ctrl.Result and error it would return
-//     from a hand-written Reconcile.
-//  5. Set the kstatus summary conditions from the outcome, with
-//     [status.MarkReady], [status.MarkReconciling] or [status.MarkStalled]:
-//     a permanent error ([errors.Permanent], a reconcile.TerminalError, an
-//     invalid object...) marks Stalled with the error's stable reason and
-//     message; a transient or throttled error marks Reconciling; a conflict
-//     or a canceled context leaves the conditions alone (the next attempt
-//     decides); no error marks what Progress says (Done when Progress is
-//     nil). status.observedGeneration is set with them.
-//  6. Write the status subresource only if it changed ([status.Writer]):
+//  2. Being deleted: run the [finalizer.Registry] (cleanups in their fixed
+//     order, each finalizer removed when its cleanup succeeded), and stop.
+//  3. Otherwise add every finalizer of the Registry that is missing (one
+//     patch, only when one is missing), then call Sync. Sync reads and
+//     changes the object's status freely and returns its [Progress].
+//  4. Decide once what the outcome means, with [requeue.Policy.Decide]: no
+//     error sets the summary conditions from the Progress
+//     ([status.MarkReady], [status.MarkReconciling], [status.MarkStalled]);
+//     an error the decision reports (permanent at once, transient once it
+//     has lasted Policy.ReportAfter) sets them with [status.MarkFailure]
+//     (with [ReasonCleanupFailed] for a failed cleanup); a conflict or a
+//     canceled context changes nothing (the attempt saw a stale object or
+//     was cut short) and writes nothing; a transient error not yet
+//     reported keeps the conditions but writes the rest of Sync's status
+//     changes. status.observedGeneration is set whenever the conditions
+//     were decided for the current generation.
+//  5. Write the status subresource only if it changed ([status.Writer]):
 //     an unchanged object costs no write at all.
-//  7. Record an event when the summary changes (Normal, or Warning for
-//     Stalled and for errors), never on a reconcile that changed nothing.
-//  8. Return what [requeue.Policy] makes of Sync's result and error. A
-//     failed status write is returned too; it never hides Sync's result
-//     or error.
+//  6. Record an event when a status write changed the summary, as Events
+//     says; never on a reconcile that changed nothing, nor when the write
+//     found the server already holding the same summary.
+//  7. Return what the decision says. A failed status write is decided
+//     again, joined with Sync's error, so it is never lost and never hides
+//     Sync's error.
 //
 // The zero Loop is not usable: set Client and Sync. Everything else is
 // optional. A Loop is safe for concurrent use by several workers; use it by
-// pointer and do not copy it after first use.
+// pointer and do not copy it after first use. [Loop.Validate] runs once, on
+// the first reconcile; call it while setting up to fail early.
 type Loop[T Object] struct {
 	// Client reads the object (usually the manager's cached client) and
 	// writes finalizers and status. Required.
@@ -94,19 +135,19 @@ type Loop[T Object] struct {
 	// (usually the manager's GetAPIReader()). Defaults to Client.
 	APIReader client.Reader
 	// Sync is the reconciler's own logic. Required.
-	Sync func(ctx context.Context, obj T) (ctrl.Result, error)
-	// Progress maps an object that Sync handled without error to its summary
-	// state. Nil means Done, with reason [status.ReasonSucceeded].
-	Progress func(obj T) Progress
+	Sync func(ctx context.Context, obj T) (Progress, error)
 	// Finalizers run, in their order, when the object is deleted; the loop
 	// keeps them on the object otherwise. Nil means no finalizers.
-	Finalizers *finalizer.Set
-	// Policy maps Sync's result and error to what controller-runtime gets.
-	// Nil means a zero Policy of this Loop's own.
+	Finalizers *finalizer.Registry[T]
+	// Policy decides what an error means and what to return. Nil means a
+	// zero Policy of this Loop's own.
 	Policy *requeue.Policy
 	// Recorder records events on summary transitions. Nil records none.
 	// Use the manager's GetEventRecorder(name).
 	Recorder events.EventRecorder
+	// Events says which transitions are recorded. The zero value is
+	// [EventsOnReadyAndWarnings].
+	Events Events
 	// FieldOwner is the field manager of the status writes.
 	FieldOwner string
 	// Clock stamps condition transitions. Nil means the real clock.
@@ -115,6 +156,8 @@ type Loop[T Object] struct {
 	// defaultPolicy is used when Policy is nil: one per Loop, as a Policy
 	// keeps per-request state.
 	defaultPolicy requeue.Policy
+	validateOnce  sync.Once
+	invalid       error
 }
 
 // ReasonCleanupFailed is the condition reason while a finalizer's cleanup
@@ -122,14 +165,18 @@ type Loop[T Object] struct {
 // succeed.
 const ReasonCleanupFailed = "CleanupFailed"
 
-// ErrInvalidLoop reports a Loop that lacks a required field.
+// ErrInvalidLoop reports a Loop that cannot run.
 var ErrInvalidLoop = errors.New("reconcile: invalid Loop")
 
-// Validate reports a Loop that cannot run: no Client or no Sync.
+// Validate reports a Loop that cannot run: no Client, no Sync, or a type T
+// that is not a pointer to a struct (the loop makes a new T for every
+// reconcile). The error wraps [ErrInvalidLoop].
 func (l *Loop[T]) Validate() error {
-	switch {
+	switch t := reflect.TypeFor[T](); {
 	case l == nil:
 		return fmt.Errorf("%w: nil", ErrInvalidLoop)
+	case t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct:
+		return fmt.Errorf("%w: object type %s is not a pointer to a struct", ErrInvalidLoop, t)
 	case l.Client == nil:
 		return fmt.Errorf("%w: Client is nil", ErrInvalidLoop)
 	case l.Sync == nil:
@@ -140,111 +187,113 @@ func (l *Loop[T]) Validate() error {
 
 // Reconcile runs the loop for one object. See [Loop].
 func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.Result, error) {
-	if err := l.Validate(); err != nil {
-		return ctrl.Result{}, crreconcile.TerminalError(err)
+	if l == nil {
+		return ctrl.Result{}, crreconcile.TerminalError(l.Validate())
+	}
+	l.validateOnce.Do(func() { l.invalid = l.Validate() })
+	if l.invalid != nil {
+		return ctrl.Result{}, crreconcile.TerminalError(l.invalid)
 	}
 	policy := l.Policy
 	if policy == nil {
 		policy = &l.defaultPolicy
 	}
-	obj := newObject[T]()
+	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := l.Client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
-		return policy.Result(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err))
+		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()
 	}
 
 	var fopts []finalizer.Option
 	if l.APIReader != nil {
 		fopts = append(fopts, finalizer.WithAPIReader(l.APIReader))
 	}
-	var opts []status.Option
-	if l.Clock != nil {
-		opts = append(opts, status.WithClock(l.Clock))
-	}
 	writer := status.Writer{Client: l.Client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
+	r := run[T]{l: l, policy: policy, req: req, obj: obj}
 
 	if !obj.GetDeletionTimestamp().IsZero() {
 		if l.Finalizers == nil {
 			return ctrl.Result{}, nil
 		}
-		snap := writer.Snapshot(obj)
-		before := summarize(obj)
+		r.begin(&writer)
 		_, err := l.Finalizers.Run(ctx, l.Client, obj, fopts...)
-		if err == nil {
-			return policy.Result(ctx, req, ctrl.Result{}, nil)
-		}
-		// A failed cleanup keeps its finalizer, so the object stays: say why
-		// on its conditions, with one event per change, not one per retry.
-		if class, _ := errors.Classify(err); class == errors.ClassPermanent {
-			status.MarkStalled(obj, ReasonCleanupFailed, errors.Message(err), opts...)
-		} else {
-			status.MarkReconciling(obj, ReasonCleanupFailed, errors.Message(err), opts...)
-		}
-		return l.finish(ctx, req, policy, obj, snap, before, ctrl.Result{}, err)
+		// A failed cleanup keeps its finalizer, so the object stays: say
+		// why on its conditions, once, not on every retry.
+		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
 	}
 	if l.Finalizers != nil {
-		if _, err := l.Finalizers.EnsureAll(ctx, l.Client, obj, fopts...); err != nil {
+		if _, err := l.Finalizers.AddAll(ctx, l.Client, obj, fopts...); err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {
 				// Deletion began after our read: run the cleanups now.
-				return requeue.After(0), nil
+				return policy.Decide(ctx, req, requeue.After(0), nil).Return()
 			}
-			return policy.Result(ctx, req, ctrl.Result{}, err)
+			return policy.Decide(ctx, req, ctrl.Result{}, err).Return()
 		}
 	}
-
-	snap := writer.Snapshot(obj)
-	before := summarize(obj)
-
-	res, err := l.Sync(ctx, obj)
-
-	class, _ := errors.Classify(err)
-	switch class {
-	case errors.ClassNone:
-		p := Progress{State: Done, Reason: status.ReasonSucceeded}
-		if l.Progress != nil {
-			p = l.Progress(obj)
-		}
-		switch p.State {
-		case InProgress:
-			status.MarkReconciling(obj, p.Reason, p.Message, opts...)
-		case Failed:
-			status.MarkStalled(obj, p.Reason, p.Message, opts...)
-		default:
-			status.MarkReady(obj, p.Reason, p.Message, opts...)
-		}
-	case errors.ClassPermanent:
-		status.MarkStalled(obj, errors.Reason(err), errors.Message(err), opts...)
-	case errors.ClassTransient, errors.ClassThrottled:
-		status.MarkReconciling(obj, errors.Reason(err), errors.Message(err), opts...)
-	default:
-		// Conflict or Canceled: this attempt saw a stale object or is being
-		// shut down; its status changes are not worth a write. The next
-		// attempt decides.
-		return policy.Result(ctx, req, res, err)
-	}
-	status.ObserveGeneration(obj)
-	return l.finish(ctx, req, policy, obj, snap, before, res, err)
+	r.begin(&writer)
+	p, err := l.Sync(ctx, obj)
+	return r.finish(ctx, p, err, true)
 }
 
-// finish writes the status if it changed, records an event if the summary
-// changed, and maps res and err (and a failed write) through the policy.
-func (l *Loop[T]) finish(ctx context.Context, req crreconcile.Request, policy *requeue.Policy, obj T,
-	snap *status.Snapshot, before summary, res ctrl.Result, err error) (ctrl.Result, error) {
-	if _, werr := snap.Write(ctx); werr != nil {
-		log.FromContext(ctx).V(1).Info("status write failed", "error", werr)
-		if err == nil {
-			err = fmt.Errorf("write status: %w", werr)
-		} else {
-			err = errors.Join(err, fmt.Errorf("write status: %w", werr))
+// run is one reconcile of one object.
+type run[T Object] struct {
+	l      *Loop[T]
+	policy *requeue.Policy
+	req    crreconcile.Request
+	obj    T
+	snap   *status.Snapshot
+	before summary
+}
+
+// begin records the object as read, before anything changes it.
+func (r *run[T]) begin(w *status.Writer) {
+	r.snap = w.Snapshot(r.obj)
+	r.before = summarize(r.obj)
+}
+
+// finish decides what the outcome of a sync (or, with synced false, of the
+// cleanups) means, sets the conditions, writes the status if it changed,
+// records an event if the write changed the summary, and returns.
+func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool) (ctrl.Result, error) {
+	d := r.policy.Decide(ctx, r.req, p.Requeue, err)
+	var opts []status.Option
+	if r.l.Clock != nil {
+		opts = append(opts, status.WithClock(r.l.Clock))
+	}
+	switch {
+	case err == nil && synced:
+		switch p.State {
+		case InProgress:
+			status.MarkReconciling(r.obj, p.Reason, p.Message, opts...)
+		case Failed:
+			status.MarkStalled(r.obj, p.Reason, p.Message, opts...)
+		default:
+			status.MarkReady(r.obj, p.Reason, p.Message, opts...)
 		}
-		return policy.Result(ctx, req, res, err)
+		status.ObserveGeneration(r.obj)
+	case err == nil:
+		// Every cleanup succeeded: the object is on its way out.
+		return d.Return()
+	case d.Report:
+		status.MarkFailure(r.obj, err, d.Class, opts...)
+		status.ObserveGeneration(r.obj)
+	case d.Class == errors.ClassConflict || d.Class == errors.ClassCanceled:
+		// This attempt saw a stale object or is being shut down: its
+		// status is not worth a write. The next attempt decides.
+		return d.Return()
 	}
-	if after := summarize(obj); after != before {
-		l.recordTransition(obj, after, err != nil)
+	written, werr := r.snap.Write(ctx)
+	if werr != nil {
+		log.FromContext(ctx).V(1).Info("status write failed", "error", werr)
+		werr = fmt.Errorf("write status: %w", werr)
+		return r.policy.Decide(ctx, r.req, p.Requeue, errors.Join(err, werr)).Return()
 	}
-	return policy.Result(ctx, req, res, err)
+	if after := summarize(r.obj); written && after != r.before {
+		r.l.recordTransition(r.obj, after, err != nil)
+	}
+	return d.Return()
 }
 
 // summary is the part of the kstatus conditions whose change is worth an
@@ -263,32 +312,27 @@ func summarize(obj status.Getter) summary {
 }
 
 func (l *Loop[T]) recordTransition(obj T, s summary, failed bool) {
+	if l.Recorder == nil || s.typ == "" {
+		return
+	}
+	warning := failed || s.typ == status.TypeStalled
+	switch {
+	case warning:
+	case l.Events == EventsWarningsOnly:
+		return
+	case l.Events == EventsOnReadyAndWarnings && s.typ != status.TypeReady:
+		return
+	}
 	eventType := corev1.EventTypeNormal
-	if failed || s.typ == status.TypeStalled {
+	if warning {
 		eventType = corev1.EventTypeWarning
 	}
-	note := s.message
+	note, reason := s.message, s.reason
 	if note == "" {
 		note = s.typ
 	}
-	l.event(obj, eventType, s.reason, s.typ, note)
-}
-
-func (l *Loop[T]) event(obj T, eventType, reason, action, note string) {
-	if l.Recorder == nil {
-		return
-	}
 	if reason == "" {
-		reason = action
+		reason = s.typ
 	}
-	l.Recorder.Eventf(obj, nil, eventType, reason, action, "%s", note)
-}
-
-func newObject[T Object]() T {
-	var zero T
-	t := reflect.TypeOf(zero)
-	if t.Kind() == reflect.Pointer {
-		return reflect.New(t.Elem()).Interface().(T)
-	}
-	return zero
+	l.Recorder.Eventf(obj, nil, eventType, reason, s.typ, "%s", note)
 }

@@ -27,6 +27,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
 )
 
@@ -43,8 +44,8 @@ func newLoopFixture(t *testing.T) (*loopFixture, client.Client) {
 	t.Helper()
 	base := env.Client(t)
 	f := &loopFixture{}
-	fin := &finalizer.Set{}
-	if err := fin.Register("testing.reconcilekit.io/cleanup", finalizer.Func(func(context.Context, client.Object) error {
+	fin := &finalizer.Registry[*testapi.Widget]{}
+	if err := fin.Register("testing.reconcilekit.io/cleanup", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error {
 		f.cleanups.Add(1)
 		return nil
 	})); err != nil {
@@ -54,12 +55,12 @@ func newLoopFixture(t *testing.T) (*loopFixture, client.Client) {
 		Client:     f.counter.Wrap(base),
 		Finalizers: fin,
 		FieldOwner: "loop-test",
-		Sync: func(ctx context.Context, w *testapi.Widget) (ctrl.Result, error) {
+		Sync: func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 			if p := f.syncErr.Load(); p != nil && *p != nil {
-				return ctrl.Result{}, *p
+				return reconcile.Progress{}, *p
 			}
 			w.Status.Phase = w.Spec.Message
-			return ctrl.Result{}, nil
+			return reconcile.Progress{}, nil
 		},
 	}
 	return f, base
@@ -164,9 +165,10 @@ func TestLoopStallsOnAPermanentErrorAndReturnsATerminalError(t *testing.T) {
 func TestLoopKeepsTheResultAndErrorOfSyncWhenStatusAlsoChanged(t *testing.T) {
 	f, c := newLoopFixture(t)
 	req := createWidget(t, c, env.Namespace(t), "first")
-	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (ctrl.Result, error) {
+	f.loop.Policy = &requeue.Policy{ReportAfter: -1} // report every failure at once
+	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		w.Status.Phase = "waiting"
-		return ctrl.Result{RequeueAfter: 42 * time.Second}, nil
+		return reconcile.Progress{Requeue: ctrl.Result{RequeueAfter: 42 * time.Second}}, nil
 	}
 	res, err := f.loop.Reconcile(t.Context(), req)
 	if err != nil || res.RequeueAfter != 42*time.Second {
@@ -177,9 +179,9 @@ func TestLoopKeepsTheResultAndErrorOfSyncWhenStatusAlsoChanged(t *testing.T) {
 	}
 
 	transient := apierrors.NewServiceUnavailable("try later")
-	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (ctrl.Result, error) {
+	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		w.Status.Phase = "broken"
-		return ctrl.Result{}, transient
+		return reconcile.Progress{}, transient
 	}
 	_, err = f.loop.Reconcile(t.Context(), req)
 	if !apierrors.IsServiceUnavailable(err) {
@@ -234,7 +236,7 @@ func TestLoopRunsFinalizersOnDeleteAndLetsTheObjectGo(t *testing.T) {
 
 func TestLoopWithoutClientOrSyncFailsTerminallyInsteadOfPanicking(t *testing.T) {
 	for name, l := range map[string]*reconcile.Loop[*testapi.Widget]{
-		"no client": {Sync: func(context.Context, *testapi.Widget) (ctrl.Result, error) { return ctrl.Result{}, nil }},
+		"no client": {Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil }},
 		"no sync":   {Client: env.Client(t)},
 	} {
 		_, err := l.Reconcile(t.Context(), crreconcile.Request{})
@@ -261,12 +263,12 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	loop := &reconcile.Loop[*testapi.Widget]{
 		Client:   mgr.GetClient(),
 		Recorder: mgr.GetEventRecorder("loop-test"),
-		Sync: func(_ context.Context, w *testapi.Widget) (ctrl.Result, error) {
+		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 			if w.Namespace != ns {
-				return ctrl.Result{}, nil
+				return reconcile.Progress{}, nil
 			}
 			calls.Add(1)
-			return ctrl.Result{}, errors.Permanent(fmt.Errorf("cannot handle %q", w.Spec.Message))
+			return reconcile.Progress{}, errors.Permanent(fmt.Errorf("cannot handle %q", w.Spec.Message))
 		},
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}).Named("stall-once").Complete(loop); err != nil {
@@ -309,6 +311,7 @@ func TestLoopRecordsOneEventPerTransitionNotPerRetry(t *testing.T) {
 	f, c := newLoopFixture(t)
 	rec := events.NewFakeRecorder(32)
 	f.loop.Recorder = rec
+	f.loop.Policy = &requeue.Policy{ReportAfter: -1} // report every failure at once
 	req := createWidget(t, c, env.Namespace(t), "e")
 
 	drain := func() []string {
@@ -351,8 +354,8 @@ func TestLoopReportsAFailingCleanupOnConditionsWithOneEvent(t *testing.T) {
 	var counter reconciletest.Counter
 	var failing atomic.Bool
 	failing.Store(true)
-	fin := &finalizer.Set{}
-	if err := fin.Register("testing.reconcilekit.io/flaky", finalizer.Func(func(context.Context, client.Object) error {
+	fin := &finalizer.Registry[*testapi.Widget]{}
+	if err := fin.Register("testing.reconcilekit.io/flaky", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error {
 		if failing.Load() {
 			return apierrors.NewServiceUnavailable("the external system is down")
 		}
@@ -365,7 +368,8 @@ func TestLoopReportsAFailingCleanupOnConditionsWithOneEvent(t *testing.T) {
 		Client:     counter.Wrap(c),
 		Finalizers: fin,
 		Recorder:   rec,
-		Sync:       func(context.Context, *testapi.Widget) (ctrl.Result, error) { return ctrl.Result{}, nil },
+		Policy:     &requeue.Policy{ReportAfter: -1}, // report every failure at once
+		Sync:       func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil },
 	}
 	req := createWidget(t, c, env.Namespace(t), "cleanup")
 	reconciletest.Converge(t, loop, req, reconciletest.WithCounter(&counter))

@@ -2,8 +2,7 @@
 // with reconcilekit's public packages, the way an operator author would:
 //
 //   - reconcile.Loop runs the fetch / finalizer / status / requeue steps;
-//     this file only says what an At means (sync) and how far along it is
-//     (progress).
+//     this file only says what an At means and how far along it is (sync).
 //   - requeue.At waits for the schedule: no polling, no sleeping.
 //   - reconcile.Ensure creates the one Pod, owned by the At, and writes
 //     nothing when it already exists.
@@ -55,6 +54,7 @@ const (
 	ReasonCommandSucceeded = "CommandSucceeded"
 	ReasonCommandFailed    = "CommandFailed"
 	ReasonPodDeleted       = "PodDeleted"
+	ReasonInvalidSchedule  = "InvalidSchedule"
 )
 
 // AtReconciler holds what the At logic needs. Build it with [New].
@@ -93,8 +93,8 @@ type Options struct {
 // concurrent use.
 const DefaultWorkers = 4
 
-// New returns the At reconciler: a reconcile.Loop whose Sync and Progress
-// are the At's own logic.
+// New returns the At reconciler: a reconcile.Loop whose Sync is the At's own
+// logic.
 func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 	if o.Client == nil || o.Scheme == nil {
 		return nil, errors.New("at controller: Options.Client and Options.Scheme are required")
@@ -106,15 +106,14 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 		o.Clock = clock.RealClock{}
 	}
 	r := &AtReconciler{client: o.Client, apiReader: o.APIReader, scheme: o.Scheme, recorder: o.Recorder, clock: o.Clock}
-	fin := &finalizer.Set{}
-	if err := fin.Register(PodCleanupFinalizer, finalizer.Func(r.deletePod)); err != nil {
+	fin := &finalizer.Registry[*atv1.At]{}
+	if err := fin.Register(PodCleanupFinalizer, finalizer.Func[*atv1.At](r.deletePod)); err != nil {
 		return nil, err
 	}
 	loop := &reconcile.Loop[*atv1.At]{
 		Client:     r.client,
 		APIReader:  r.apiReader,
 		Sync:       r.sync,
-		Progress:   progress,
 		Finalizers: fin,
 		Policy:     o.Policy,
 		Recorder:   r.recorder,
@@ -157,32 +156,37 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		Complete(loop)
 }
 
-// sync moves an At through PENDING -> RUNNING -> DONE.
-func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (ctrl.Result, error) {
+// sync moves an At through PENDING -> RUNNING -> DONE and reports how far
+// along it is.
+func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progress, error) {
 	logger := log.FromContext(ctx).WithValues("phase", at.Status.Phase)
 	switch at.Status.Phase {
 	case atv1.PhaseDone:
-		return ctrl.Result{}, nil
+		return progress(at), nil
 	case atv1.PhaseRunning:
-		return r.observePod(ctx, at)
+		err := r.observePod(ctx, at)
+		return progress(at), err
 	}
 
 	// PENDING (or new): wait for the schedule, then start the Pod.
 	// RFC 3339 allows a lower-case "t" and "z"; Go's parser does not.
 	when, err := time.Parse(time.RFC3339, strings.ToUpper(at.Spec.Schedule))
 	if err != nil {
-		return ctrl.Result{}, errors.Permanent(fmt.Errorf("spec.schedule %q is not an RFC 3339 time", at.Spec.Schedule))
+		return reconcile.Progress{}, errors.Permanent(errors.WithReason(
+			fmt.Errorf("spec.schedule %q is not an RFC 3339 time", at.Spec.Schedule), ReasonInvalidSchedule))
 	}
 	at.Status.Phase = atv1.PhasePending
 	if r.clock.Now().Before(when) {
 		logger.V(1).Info("waiting for the schedule", "schedule", when)
-		return requeue.At(when, requeue.WithClock(r.clock)), nil
+		p := progress(at)
+		p.Requeue = requeue.At(when, requeue.WithClock(r.clock))
+		return p, nil
 	}
 
 	pod := desiredPod(at)
 	outcome, err := reconcile.Ensure(ctx, r.client, pod, reconcile.Owner(at))
 	if err != nil {
-		return ctrl.Result{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
+		return reconcile.Progress{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	logger.Info("pod ensured", "pod", pod.Name, "operation", outcome.Operation)
 	at.Status.Phase = atv1.PhaseRunning
@@ -191,11 +195,12 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (ctrl.Result, erro
 	// was read from a stale cache after an earlier reconcile created it)
 	// and even have finished: look at it now, as no further Pod event may
 	// come to wake us.
-	return observe(at, pod), nil
+	observe(at, pod)
+	return progress(at), nil
 }
 
 // observePod moves a RUNNING At to DONE when its Pod has finished.
-func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) (ctrl.Result, error) {
+func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) error {
 	pod := &corev1.Pod{}
 	key := client.ObjectKey{Namespace: at.Namespace, Name: at.Status.PodName}
 	err := r.client.Get(ctx, key, pod)
@@ -210,27 +215,27 @@ func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) (ctrl.Result
 		// at most once, so it is DONE, failed; it never starts a second Pod.
 		at.Status.Phase = atv1.PhaseDone
 		at.Status.Outcome = atv1.OutcomeFailed
-		return ctrl.Result{}, nil
+		return nil
 	case err != nil:
-		return ctrl.Result{}, fmt.Errorf("get pod %s: %w", key.Name, err)
+		return fmt.Errorf("get pod %s: %w", key.Name, err)
 	}
-	return observe(at, pod), nil
+	observe(at, pod)
+	return nil
 }
 
 // observe moves a RUNNING At to DONE when its Pod has finished; until then
 // the Pod's finishing wakes us (see podFinished).
-func observe(at *atv1.At, pod *corev1.Pod) ctrl.Result {
+func observe(at *atv1.At, pod *corev1.Pod) {
 	switch pod.Status.Phase {
 	case corev1.PodSucceeded:
 		at.Status.Outcome = atv1.OutcomeSucceeded
 	case corev1.PodFailed:
 		at.Status.Outcome = atv1.OutcomeFailed
 	default:
-		return ctrl.Result{}
+		return
 	}
 	at.Status.Phase = atv1.PhaseDone
 	at.Status.ExitCode = exitCode(pod)
-	return ctrl.Result{}
 }
 
 // podFinished lets through the Pod events an At acts on: its Pod finished
@@ -278,11 +283,7 @@ func progress(at *atv1.At) reconcile.Progress {
 // deleted is deleted first, so the command stops with its At rather than
 // whenever the garbage collector gets to it. A DONE At's Pod is left to the
 // garbage collector.
-func (r *AtReconciler) deletePod(ctx context.Context, obj client.Object) error {
-	at, ok := obj.(*atv1.At)
-	if !ok {
-		return errors.Permanent(fmt.Errorf("finalizer %s: got %T, want *At", PodCleanupFinalizer, obj))
-	}
+func (r *AtReconciler) deletePod(ctx context.Context, at *atv1.At) error {
 	if at.Status.Phase == atv1.PhaseDone {
 		// The command has finished: nothing to stop. The garbage collector
 		// removes the Pod with its owner, as for any owned object.

@@ -1,0 +1,367 @@
+package reconcile_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+	"github.com/reconcilekit/reconcilekit/requeue"
+	"github.com/reconcilekit/reconcilekit/status"
+)
+
+var widgetsResource = schema.GroupResource{Group: "testing.reconcilekit.io", Resource: "widgets"}
+
+func drainEvents(rec *events.FakeRecorder) []string {
+	var got []string
+	for {
+		select {
+		case e := <-rec.Events:
+			got = append(got, e)
+		default:
+			return got
+		}
+	}
+}
+
+func statusWrites(rs []reconciletest.Request) int {
+	n := 0
+	for _, r := range rs {
+		if strings.HasSuffix(string(r.Verb), "/status") && r.Verb.IsWrite() && r.Err == nil {
+			n++
+		}
+	}
+	return n
+}
+
+// TestLoopDecidesAConflictTheSameWayOnEveryPath proves an error's meaning is
+// decided once: a conflict while cleaning up leaves the conditions alone and
+// writes nothing, exactly as a conflict from Sync does (it used to mark the
+// object Reconciling), and goes through the Policy like every outcome.
+func TestLoopDecidesAConflictTheSameWayOnEveryPath(t *testing.T) {
+	c := env.Client(t)
+	var counter reconciletest.Counter
+	var decisions []requeue.Decision
+	fin := &finalizer.Registry[*testapi.Widget]{}
+	conflicting := true
+	if err := fin.Register("testing.reconcilekit.io/conflicting", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error {
+		if conflicting {
+			return apierrors.NewConflict(widgetsResource, "w", fmt.Errorf("the object has been modified"))
+		}
+		return nil
+	})); err != nil {
+		t.Fatal(err)
+	}
+	loop := &reconcile.Loop[*testapi.Widget]{
+		Client:     counter.Wrap(c),
+		Finalizers: fin,
+		Policy: &requeue.Policy{ReportAfter: -1, Observe: func(_ context.Context, d requeue.Decision) {
+			decisions = append(decisions, d)
+		}},
+		Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil },
+	}
+	req := createWidget(t, c, env.Namespace(t), "conflict")
+	reconciletest.Converge(t, loop, req, reconciletest.WithCounter(&counter))
+	if err := c.Delete(t.Context(), getWidget(t, c, req)); err != nil {
+		t.Fatal(err)
+	}
+
+	counter.Reset()
+	decisions = nil
+	res, err := loop.Reconcile(t.Context(), req)
+	if err != nil || res.RequeueAfter <= 0 {
+		t.Errorf("a conflicting cleanup returned %+v, %v; want a quiet requeue", res, err)
+	}
+	if w := counter.Writes(); len(w) != 0 {
+		t.Errorf("a conflicting cleanup wrote %v, want nothing", w)
+	}
+	if w := getWidget(t, c, req); !status.IsTrue(w, status.TypeReady) || status.IsTrue(w, status.TypeReconciling) {
+		t.Errorf("a conflicting cleanup changed the conditions: %+v", w.Status.Conditions)
+	}
+	if len(decisions) != 1 || decisions[0].Class != errors.ClassConflict || decisions[0].Report {
+		t.Errorf("decisions = %+v, want one unreported conflict", decisions)
+	}
+	conflicting = false
+	if _, err := loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestLoopSendsTheDeletionRaceThroughThePolicy proves the Loop never
+// returns past its Policy: when deletion begins between the read and the
+// finalizer patch, the immediate requeue is a decision Observe sees.
+func TestLoopSendsTheDeletionRaceThroughThePolicy(t *testing.T) {
+	c := env.Client(t)
+	ns := env.Namespace(t)
+	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w", Finalizers: []string{"testing.reconcilekit.io/keep"}}}
+	if err := c.Create(t.Context(), w); err != nil {
+		t.Fatal(err)
+	}
+	req := crreconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+	// Deletion begins just before the loop's finalizer patch.
+	var deleted atomic.Bool
+	racing, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	racing = interceptor.NewClient(racing, interceptor.Funcs{
+		Patch: func(ctx context.Context, cl client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			if deleted.CompareAndSwap(false, true) {
+				if err := c.Delete(ctx, &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}); err != nil {
+					return err
+				}
+			}
+			return cl.Patch(ctx, obj, patch, opts...)
+		},
+	})
+	fin := &finalizer.Registry[*testapi.Widget]{}
+	if err := fin.Register("testing.reconcilekit.io/cleanup", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	var decisions []requeue.Decision
+	loop := &reconcile.Loop[*testapi.Widget]{
+		Client:     racing,
+		Finalizers: fin,
+		Policy:     &requeue.Policy{Observe: func(_ context.Context, d requeue.Decision) { decisions = append(decisions, d) }},
+		Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+			t.Error("Sync ran for an object being deleted")
+			return reconcile.Progress{}, nil
+		},
+	}
+	res, err := loop.Reconcile(t.Context(), req)
+	if err != nil || res.RequeueAfter != requeue.MinDelay {
+		t.Errorf("Reconcile = %+v, %v; want an immediate requeue to run the cleanups", res, err)
+	}
+	if len(decisions) != 1 || decisions[0].Err != nil || decisions[0].Result.RequeueAfter != requeue.MinDelay {
+		t.Errorf("decisions = %+v, want the immediate requeue decided by the Policy", decisions)
+	}
+}
+
+// TestLoopStallsWithTheReasonSyncGave proves a permanent error can carry its
+// own reason to the conditions and the event.
+func TestLoopStallsWithTheReasonSyncGave(t *testing.T) {
+	f, c := newLoopFixture(t)
+	rec := events.NewFakeRecorder(8)
+	f.loop.Recorder = rec
+	req := createWidget(t, c, env.Namespace(t), "x")
+	f.failWith(errors.Permanent(errors.WithReason(errors.New("spec.message must be a greeting"), "InvalidSpec")))
+	if _, err := f.loop.Reconcile(t.Context(), req); !errors.Is(err, crreconcile.TerminalError(nil)) {
+		t.Fatalf("error = %v, want terminal", err)
+	}
+	stalled, _ := status.FindCondition(getWidget(t, c, req), status.TypeStalled)
+	if stalled.Reason != "InvalidSpec" || stalled.Message != "spec.message must be a greeting" {
+		t.Errorf("Stalled = %s: %s, want InvalidSpec: spec.message must be a greeting", stalled.Reason, stalled.Message)
+	}
+	if got := drainEvents(rec); len(got) != 1 || !strings.HasPrefix(got[0], "Warning InvalidSpec") {
+		t.Errorf("events = %q, want one Warning InvalidSpec", got)
+	}
+}
+
+// TestLoopDoesNotFlapConditionsOnAPassingTransientError proves one transient
+// failure followed by a success costs no status write and no event: it is
+// reported only once it persists (Policy.ReportAfter, 10s by default).
+func TestLoopDoesNotFlapConditionsOnAPassingTransientError(t *testing.T) {
+	f, c := newLoopFixture(t)
+	rec := events.NewFakeRecorder(8)
+	f.loop.Recorder = rec
+	req := createWidget(t, c, env.Namespace(t), "steady")
+	reconciletest.Converge(t, f.loop, req, reconciletest.WithCounter(&f.counter))
+	drainEvents(rec)
+
+	f.counter.Reset()
+	f.failWith(apierrors.NewServiceUnavailable("etcd leader changed"))
+	if _, err := f.loop.Reconcile(t.Context(), req); !apierrors.IsServiceUnavailable(err) {
+		t.Fatalf("error = %v, want the transient error back for a retry", err)
+	}
+	f.failWith(nil)
+	if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if w := f.counter.Writes(); len(w) != 0 {
+		t.Errorf("a transient failure that passed wrote %v, want nothing", w)
+	}
+	if got := drainEvents(rec); len(got) != 0 {
+		t.Errorf("a transient failure that passed recorded %q, want no event", got)
+	}
+}
+
+// TestLoopStatusWritesUnderFaultsStayNearTheFaultFreeCount converges the
+// same objects without faults and with 20% of the loop's requests failing
+// (server errors, throttling, timeouts): transient failures must not cost a
+// status write each way, so the status writes stay within 1.25 times the
+// fault-free count.
+func TestLoopStatusWritesUnderFaultsStayNearTheFaultFreeCount(t *testing.T) {
+	const objects = 40
+	converge := func(t *testing.T, faults *reconciletest.FaultInjector) int {
+		c := env.Client(t)
+		ns := env.Namespace(t)
+		var counter reconciletest.Counter
+		inner := client.Client(c)
+		if faults != nil {
+			inner = faults.Wrap(c)
+		}
+		fin := &finalizer.Registry[*testapi.Widget]{}
+		if err := fin.Register("testing.reconcilekit.io/cleanup", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error { return nil })); err != nil {
+			t.Fatal(err)
+		}
+		loop := &reconcile.Loop[*testapi.Widget]{
+			Client:     counter.Wrap(inner),
+			APIReader:  c,
+			Finalizers: fin,
+			Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
+			Sync: func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+				// A dependency read that may fail, then progress in two steps.
+				if err := counter.Wrap(inner).Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); err != nil {
+					return reconcile.Progress{}, err
+				}
+				if w.Status.Phase == "" {
+					w.Status.Phase = "started"
+					return reconcile.Progress{State: reconcile.InProgress, Reason: "Starting", Requeue: ctrl.Result{RequeueAfter: time.Millisecond}}, nil
+				}
+				w.Status.Phase = "done"
+				return reconcile.Progress{}, nil
+			},
+		}
+		writes := 0
+		for i := range objects {
+			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%d", i)}}
+			if err := c.Create(t.Context(), w); err != nil {
+				t.Fatal(err)
+			}
+			req := crreconcile.Request{NamespacedName: client.ObjectKeyFromObject(w)}
+			opts := []reconciletest.Option{reconciletest.WithCounter(&counter), reconciletest.MaxErrors(50), reconciletest.MaxRuns(200)}
+			if faults != nil {
+				opts = append(opts, reconciletest.WithFaults(faults))
+			}
+			rep := reconciletest.Converge(t, loop, req, opts...)
+			writes += statusWrites(rep.Requests)
+			if got := getWidget(t, c, req); got.Status.Phase != "done" || !status.IsTrue(got, status.TypeReady) {
+				t.Fatalf("%s did not converge: phase %q, conditions %+v", req, got.Status.Phase, got.Status.Conditions)
+			}
+		}
+		return writes
+	}
+	clean := converge(t, nil)
+	faults, err := reconciletest.NewFaultInjector(7, reconciletest.Rate(0.2, reconciletest.ServerError, reconciletest.Throttle, reconciletest.Timeout))
+	if err != nil {
+		t.Fatal(err)
+	}
+	faulty := converge(t, faults)
+	t.Logf("status writes for %d objects: %d without faults, %d with 20%% faults (%d injected)", objects, clean, faulty, len(faults.Injected()))
+	if len(faults.Injected()) < objects {
+		t.Fatalf("only %d faults were injected: the test proves nothing", len(faults.Injected()))
+	}
+	if float64(faulty) > 1.25*float64(clean) {
+		t.Errorf("status writes with 20%% faults = %d, more than 1.25 × the %d without", faulty, clean)
+	}
+}
+
+// TestLoopSyncReportsProgressAndWhenToRunAgain proves Sync's Progress is
+// what the conditions say, and its Requeue is what the Loop returns.
+func TestLoopSyncReportsProgressAndWhenToRunAgain(t *testing.T) {
+	f, c := newLoopFixture(t)
+	req := createWidget(t, c, env.Namespace(t), "p")
+	replicas := 1
+	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+		if replicas < 3 {
+			return reconcile.Progress{State: reconcile.InProgress, Reason: "ScalingUp",
+				Message: fmt.Sprintf("%d of 3 replicas ready", replicas), Requeue: ctrl.Result{RequeueAfter: 5 * time.Second}}, nil
+		}
+		return reconcile.Progress{Reason: "Scaled", Message: "3 of 3 replicas ready"}, nil
+	}
+	res, err := f.loop.Reconcile(t.Context(), req)
+	if err != nil || res.RequeueAfter != 5*time.Second {
+		t.Fatalf("Reconcile = %+v, %v; want Progress.Requeue (5s)", res, err)
+	}
+	w := getWidget(t, c, req)
+	rc, _ := status.FindCondition(w, status.TypeReconciling)
+	if rc.Reason != "ScalingUp" || rc.Message != "1 of 3 replicas ready" || !status.IsUnknown(w, status.TypeReady) {
+		t.Errorf("conditions = %+v, want Reconciling ScalingUp with the child's count and Ready Unknown", w.Status.Conditions)
+	}
+	replicas = 3
+	if res, err := f.loop.Reconcile(t.Context(), req); err != nil || !res.IsZero() {
+		t.Fatalf("Reconcile = %+v, %v; want done", res, err)
+	}
+	ready, _ := status.FindCondition(getWidget(t, c, req), status.TypeReady)
+	if ready.Status != metav1.ConditionTrue || ready.Reason != "Scaled" {
+		t.Errorf("Ready = %+v, want True Scaled", ready)
+	}
+}
+
+// TestLoopEventPolicies proves the default records one Normal event for a
+// successful lifecycle (on becoming Ready) and Warnings always, and that
+// EventsOnTransitions records every transition.
+func TestLoopEventPolicies(t *testing.T) {
+	lifecycle := []reconcile.Progress{
+		{State: reconcile.InProgress, Reason: "Scheduled"},
+		{State: reconcile.InProgress, Reason: "Running"},
+		{Reason: "Finished"},
+		{State: reconcile.Failed, Reason: "Broke"},
+	}
+	tests := []struct {
+		events reconcile.Events
+		want   []string
+	}{
+		{reconcile.EventsOnReadyAndWarnings, []string{"Normal Finished", "Warning Broke"}},
+		{reconcile.EventsOnTransitions, []string{"Normal Scheduled", "Normal Running", "Normal Finished", "Warning Broke"}},
+		{reconcile.EventsWarningsOnly, []string{"Warning Broke"}},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprint(tt.events), func(t *testing.T) {
+			f, c := newLoopFixture(t)
+			rec := events.NewFakeRecorder(16)
+			f.loop.Recorder = rec
+			f.loop.Events = tt.events
+			req := createWidget(t, c, env.Namespace(t), "e")
+			for _, p := range lifecycle {
+				f.loop.Sync = func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return p, nil }
+				for range 2 { // the second is a resync: no event
+					if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			var got []string
+			for _, e := range drainEvents(rec) {
+				fields := strings.Fields(e)
+				got = append(got, fields[0]+" "+fields[1])
+			}
+			if strings.Join(got, ",") != strings.Join(tt.want, ",") {
+				t.Errorf("events = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// valueWidget implements reconcile.Object by value: a Loop cannot make a
+// new one to read into.
+type valueWidget struct{ *testapi.Widget }
+
+func TestLoopRefusesANonPointerTypeAtSetup(t *testing.T) {
+	l := &reconcile.Loop[valueWidget]{
+		Client: env.Client(t),
+		Sync:   func(context.Context, valueWidget) (reconcile.Progress, error) { return reconcile.Progress{}, nil },
+	}
+	if err := l.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !strings.Contains(err.Error(), "not a pointer") {
+		t.Errorf("Validate = %v, want ErrInvalidLoop naming the type", err)
+	}
+	if _, err := l.Reconcile(t.Context(), crreconcile.Request{}); !errors.Is(err, reconcile.ErrInvalidLoop) || !errors.Is(err, crreconcile.TerminalError(nil)) {
+		t.Errorf("Reconcile = %v, want ErrInvalidLoop as a terminal error, not a panic", err)
+	}
+}
