@@ -24,7 +24,8 @@ const maxNodes = 10_000
 // The first rule that matches decides, looking down err's %w chain:
 //
 //  1. nil is [ClassNone];
-//  2. the outermost marker ([Permanent], [Transient], [RetryAfter]);
+//  2. the outermost marker ([Permanent], [Transient], [RetryAfter]) or
+//     [Classed] error;
 //  3. a reconcile.TerminalError is [ClassPermanent];
 //  4. a Kubernetes API status error, by the table in the package
 //     documentation;
@@ -44,6 +45,55 @@ func Classify(err error) (Class, time.Duration) {
 	budget := maxNodes
 	v := walk(err, &budget, false)
 	return v.class, v.delay
+}
+
+// Classed is an error that states its own [Class], as a marker does: an
+// error type of another package that knows what it means for a reconcile
+// (the freshness package's stale-cache error is one: a quiet, short retry).
+// [Classify] takes its Class() like a marker's, with the outermost explicit
+// decision winning, and [Reason] falls back to the error type's name when
+// nothing more specific is found.
+type Classed interface {
+	error
+	Class() Class
+}
+
+// asMarker turns an error that states its class into the marker the walk
+// knows, keeping the error as the cause. A *markerError is already one.
+func asMarker(c Classed) *markerError {
+	if m, ok := c.(*markerError); ok {
+		return m
+	}
+	class := c.Class()
+	if class == ClassNone {
+		class = ClassTransient // a non-nil error is a failure
+	}
+	return &markerError{err: unwrapOnce(c), class: class, reason: classedReason(c)}
+}
+
+// unwrapOnce returns what c wraps, or c itself when it wraps nothing, so the
+// walk keeps looking beneath it for a specific reason.
+func unwrapOnce(c Classed) error {
+	if u, ok := c.(interface{ Unwrap() error }); ok && u.Unwrap() != nil {
+		return u.Unwrap()
+	}
+	return opaque{c}
+}
+
+// opaque hides the Classed method of an error so the walk does not loop on it.
+type opaque struct{ error }
+
+// classedReason is the fallback condition reason of a Classed error: the
+// name of its type ("StaleError"), when that is a valid reason.
+func classedReason(c Classed) string {
+	t := reflect.TypeOf(c)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if name := t.Name(); isConditionReason(name) {
+		return name
+	}
+	return "Error"
 }
 
 // verdict is what the walk concludes about one error tree.
@@ -74,6 +124,9 @@ loop:
 			// A typed nil (var e *T; return e): nothing to inspect, and its
 			// methods may panic.
 			break
+		}
+		if c, ok := err.(Classed); ok {
+			err = asMarker(c)
 		}
 		if m, ok := err.(*markerError); ok {
 			v := verdict{class: m.class, delay: m.delay, fallback: m.reason}

@@ -71,7 +71,8 @@
 // # Precedence and joined errors
 //
 // Down one %w chain the first rule in this order decides: the outermost
-// marker, then a reconcile.TerminalError, then an API status, then a
+// marker (or error of another package that states its own class, [Classed]),
+// then a reconcile.TerminalError, then an API status, then a
 // context or network error. Where the chain splits ([Join], or [Errorf] with
 // several %w verbs) each branch is classified alone and the most urgent
 // class wins: [ClassCanceled] (the work was interrupted, so the rest says

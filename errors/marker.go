@@ -78,3 +78,12 @@ func (e *markerError) Is(target error) bool {
 	// terminalSentinel's own Is method matches any terminal error target.
 	return Is(terminalSentinel, target)
 }
+
+// Class returns the class the marker stands for, so a *markerError is
+// [Classed] like any error that states its own class.
+func (e *markerError) Class() Class {
+	if e == nil {
+		return ClassNone
+	}
+	return e.class
+}

@@ -59,3 +59,40 @@ func TestWithReasonKeepsTheCauseAndItsText(t *testing.T) {
 		t.Error("WithReason(nil, r) is not nil")
 	}
 }
+
+// notCaughtUp is an error of another package that states its own class.
+type notCaughtUp struct{ cause error }
+
+func (e *notCaughtUp) Error() string       { return "cache not caught up: " + e.cause.Error() }
+func (e *notCaughtUp) Unwrap() error       { return e.cause }
+func (e *notCaughtUp) Class() errors.Class { return errors.ClassConflict }
+
+// TestClassedErrorsStateTheirOwnClass proves Classify and Reason take an
+// error's own Class like a marker's, with the outermost decision winning.
+func TestClassedErrorsStateTheirOwnClass(t *testing.T) {
+	own := &notCaughtUp{cause: errors.New("waited 2s")}
+	apiCause := &notCaughtUp{cause: apierrors.NewServiceUnavailable("down")}
+	tests := []struct {
+		name       string
+		err        error
+		wantClass  errors.Class
+		wantReason string
+	}{
+		{"alone", own, errors.ClassConflict, "notCaughtUp"},
+		{"wrapped with %w", fmt.Errorf("get pod: %w", own), errors.ClassConflict, "notCaughtUp"},
+		{"a specific cause's reason beneath it", apiCause, errors.ClassConflict, "ServiceUnavailable"},
+		{"inside Permanent: the outer marker wins", errors.Permanent(own), errors.ClassPermanent, "PermanentError"},
+		{"around a Permanent marker: it wins", &notCaughtUp{cause: errors.Permanent(errors.New("x"))}, errors.ClassConflict, "notCaughtUp"},
+		{"joined with a transient error", errors.Join(own, errors.New("boom")), errors.ClassTransient, "TransientError"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got, _ := errors.Classify(tt.err); got != tt.wantClass {
+				t.Errorf("Classify = %v, want %v", got, tt.wantClass)
+			}
+			if got := errors.Reason(tt.err); got != tt.wantReason {
+				t.Errorf("Reason = %q, want %q", got, tt.wantReason)
+			}
+		})
+	}
+}
