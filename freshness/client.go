@@ -1,0 +1,282 @@
+package freshness
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// guarded is a client whose writes a Tracker remembers and whose reads wait
+// for the cache to catch up with them.
+type guarded struct {
+	client.Client
+	t *Tracker
+}
+
+// keyOf identifies obj for the tracker; ok is false when its kind is unknown.
+func (g *guarded) keyOf(obj runtime.Object, namespace, name string) (key, bool) {
+	gvk, err := g.Client.GroupVersionKindFor(obj)
+	if err != nil || gvk.Kind == "" {
+		return key{}, false
+	}
+	return key{gvk: gvk, namespace: namespace, name: name}, true
+}
+
+// form names the informer a read of obj goes through: the cache keeps
+// typed, unstructured and metadata-only informers apart.
+func form(obj runtime.Object) string {
+	switch obj.(type) {
+	case *unstructured.Unstructured, *unstructured.UnstructuredList:
+		return "unstructured"
+	case *metav1.PartialObjectMetadata, *metav1.PartialObjectMetadataList:
+		return "metadata"
+	}
+	return "typed"
+}
+
+// Get reads through the wrapped client and, when the object is one this
+// process wrote and the copy is older than that write, waits for the cache.
+func (g *guarded) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	err := g.Client.Get(ctx, k, obj, opts...)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	tk, ok := g.keyOf(obj, k.Namespace, k.Name)
+	if !ok {
+		return err
+	}
+	return g.await(ctx, tk, obj, err, func() error { return g.Client.Get(ctx, k, obj, opts...) })
+}
+
+// await returns the result of a read (err, with obj filled when found) once
+// it reflects the tracked write of tk, re-reading when an informer event
+// says the cache moved; or a *StaleError after MaxWait.
+func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err error, read func() error) error {
+	e, ok := g.t.lookup(tk)
+	if !ok {
+		return err
+	}
+	if fresh(e, err == nil, obj) {
+		g.t.caughtUp(tk, e)
+		return err
+	}
+	start := time.Now()
+	wait := g.t.maxWait()
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		ch := g.t.subscribe(ctx, tk, form(obj), obj)
+		if ch == nil {
+			return g.stale(tk, e, start)
+		}
+		// Read again now that a wake-up is registered, so an event that
+		// came in between is not missed.
+		err = read()
+		if err != nil && !apierrors.IsNotFound(err) {
+			g.t.unsubscribe(tk, ch)
+			return err
+		}
+		if cur, ok := g.t.lookup(tk); !ok || fresh(cur, err == nil, obj) {
+			g.t.unsubscribe(tk, ch)
+			if ok {
+				g.t.caughtUp(tk, cur)
+			}
+			return err
+		} else {
+			e = cur
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			g.t.unsubscribe(tk, ch)
+			return g.stale(tk, e, start)
+		case <-ctx.Done():
+			g.t.unsubscribe(tk, ch)
+			return ctx.Err()
+		}
+	}
+}
+
+func (g *guarded) stale(tk key, e entry, start time.Time) error {
+	return &StaleError{Kind: tk.gvk.Kind, Key: client.ObjectKey{Namespace: tk.namespace, Name: tk.name},
+		Want: e.want(), Waited: time.Since(start)}
+}
+
+// List reads through the wrapped client and, when this process wrote
+// objects of the list's kind in its namespace that the cache has not caught
+// up with, waits for them and lists again.
+func (g *guarded) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := g.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	gvk, err := g.Client.GroupVersionKindFor(list)
+	if err != nil || !strings.HasSuffix(gvk.Kind, "List") {
+		return nil
+	}
+	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	lo := (&client.ListOptions{}).ApplyOptions(opts)
+	waited := false
+	for _, e := range g.t.pending(gvk, lo.Namespace) {
+		item, ok := g.newItem(list, gvk)
+		if !ok {
+			return nil
+		}
+		k := client.ObjectKey{Namespace: e.key.namespace, Name: e.key.name}
+		err := g.Client.Get(ctx, k, item)
+		if err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		if fresh(e, err == nil, item) {
+			g.t.caughtUp(e.key, e)
+			continue
+		}
+		if err := g.await(ctx, e.key, item, err, func() error { return g.Client.Get(ctx, k, item) }); err != nil && !apierrors.IsNotFound(err) {
+			return err
+		}
+		waited = true
+	}
+	if waited {
+		return g.Client.List(ctx, list, opts...)
+	}
+	return nil
+}
+
+// newItem returns an empty object of the list's item type.
+func (g *guarded) newItem(list client.ObjectList, gvk schema.GroupVersionKind) (client.Object, bool) {
+	switch list.(type) {
+	case *unstructured.UnstructuredList:
+		u := &unstructured.Unstructured{}
+		u.SetGroupVersionKind(gvk)
+		return u, true
+	case *metav1.PartialObjectMetadataList:
+		m := &metav1.PartialObjectMetadata{}
+		m.SetGroupVersionKind(gvk)
+		return m, true
+	}
+	o, err := g.Client.Scheme().New(gvk)
+	if err != nil {
+		return nil, false
+	}
+	obj, ok := o.(client.Object)
+	return obj, ok
+}
+
+func (g *guarded) recordWrite(obj client.Object, created bool) {
+	if k, ok := g.keyOf(obj, obj.GetNamespace(), obj.GetName()); ok {
+		g.t.record(k, obj, created)
+	}
+}
+
+// Create creates obj and remembers it.
+func (g *guarded) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	err := g.Client.Create(ctx, obj, opts...)
+	if err == nil && !dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun) {
+		g.recordWrite(obj, true)
+	}
+	return err
+}
+
+// Update updates obj and remembers the new version.
+func (g *guarded) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	err := g.Client.Update(ctx, obj, opts...)
+	if err == nil && !dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun) {
+		g.recordWrite(obj, false)
+	}
+	return err
+}
+
+// Patch patches obj and remembers the new version.
+func (g *guarded) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	err := g.Client.Patch(ctx, obj, patch, opts...)
+	if err == nil && !dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun) {
+		g.recordWrite(obj, false)
+	}
+	return err
+}
+
+// Apply applies obj and, for an unstructured apply configuration (whose
+// answer the client decodes into it), remembers the new version.
+func (g *guarded) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	err := g.Client.Apply(ctx, obj, opts...)
+	if err == nil && !dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun) {
+		if o, ok := obj.(client.Object); ok {
+			g.recordWrite(o, false)
+		}
+	}
+	return err
+}
+
+// Delete deletes obj and remembers that it should be gone (or, with
+// finalizers, marked for deletion).
+func (g *guarded) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	err := g.Client.Delete(ctx, obj, opts...)
+	if (err == nil || apierrors.IsNotFound(err)) && !dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun) {
+		if k, ok := g.keyOf(obj, obj.GetNamespace(), obj.GetName()); ok {
+			g.t.recordDelete(k, obj)
+		}
+	}
+	return err
+}
+
+// Status returns the status writer, whose writes are remembered too.
+func (g *guarded) Status() client.SubResourceWriter {
+	return &subWriter{SubResourceWriter: g.Client.Status(), g: g}
+}
+
+// SubResource returns a client for the subresource, whose writes are
+// remembered too.
+func (g *guarded) SubResource(subResource string) client.SubResourceClient {
+	c := g.Client.SubResource(subResource)
+	return &subClient{SubResourceReader: c, subWriter: subWriter{SubResourceWriter: c, g: g}}
+}
+
+type subWriter struct {
+	client.SubResourceWriter
+	g *guarded
+}
+
+// Update updates the subresource and remembers the object's new version.
+func (w *subWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	err := w.SubResourceWriter.Update(ctx, obj, opts...)
+	if err == nil && !dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun) {
+		w.g.recordWrite(obj, false)
+	}
+	return err
+}
+
+// Patch patches the subresource and remembers the object's new version.
+func (w *subWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	err := w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
+	if err == nil && !dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun) {
+		w.g.recordWrite(obj, false)
+	}
+	return err
+}
+
+// Apply applies the subresource and, for an unstructured apply
+// configuration, remembers the object's new version.
+func (w *subWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	err := w.SubResourceWriter.Apply(ctx, obj, opts...)
+	if err == nil && !dryRun((&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun) {
+		if o, ok := obj.(client.Object); ok {
+			w.g.recordWrite(o, false)
+		}
+	}
+	return err
+}
+
+type subClient struct {
+	client.SubResourceReader
+	subWriter
+}
+
+// dryRun reports whether a write asked for a dry run, which changes nothing
+// the cache will ever see.
+func dryRun(d []string) bool { return len(d) > 0 }

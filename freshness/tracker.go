@@ -1,0 +1,438 @@
+package freshness
+
+import (
+	"container/list"
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/resourceversion"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+)
+
+// Defaults of a zero [Tracker].
+const (
+	// DefaultMaxWait bounds how long a read waits for the cache to catch
+	// up: well above the usual watch latency (milliseconds), short enough
+	// not to hold a worker when the cache is far behind.
+	DefaultMaxWait = 2 * time.Second
+	// DefaultTTL is how long a write is remembered when no read or event
+	// shows the cache has caught up.
+	DefaultTTL = 2 * time.Minute
+	// DefaultMaxEntries bounds how many writes are remembered.
+	DefaultMaxEntries = 50_000
+)
+
+// ErrStale is matched (errors.Is) by every [*StaleError].
+var ErrStale = errors.New("freshness: the cache has not caught up with this process's writes")
+
+// StaleError reports a read that found the cache older than this process's
+// last write of the object and that did not catch up within MaxWait (or
+// could not be waited for: no informers). [errors.Classify] classes it as
+// [errors.ClassConflict]: requeue.Policy retries it soon and quietly.
+type StaleError struct {
+	// Kind is the object's kind, "Pod" for example.
+	Kind string
+	// Key is the object's namespace and name.
+	Key client.ObjectKey
+	// Want says what the cache lacked: the resourceVersion of the write,
+	// the object this process created, or the deletion it made.
+	Want string
+	// Waited is how long the read waited.
+	Waited time.Duration
+}
+
+// Error implements error.
+func (e *StaleError) Error() string {
+	return fmt.Sprintf("freshness: the cache holds %s %s older than this process's last write (want %s; waited %s)",
+		e.Kind, e.Key, e.Want, e.Waited.Round(time.Millisecond))
+}
+
+// Is makes a StaleError match [ErrStale].
+func (e *StaleError) Is(target error) bool { return target == ErrStale }
+
+// Class is [errors.ClassConflict]: a read that saw an old object, retried
+// soon and quietly, like a 409.
+func (e *StaleError) Class() errors.Class { return errors.ClassConflict }
+
+// Tracker remembers the writes of this process and keeps the clients it
+// guards from reading a cached object older than them. The zero value is
+// ready to use; set fields before first use. A Tracker is safe for
+// concurrent use; share one per manager (or per controller).
+type Tracker struct {
+	// Informers are the cache's informers (the manager's mgr.GetCache()),
+	// whose events wake a read waiting for the cache. NewClient sets them
+	// from the manager's cache when nil. Without them a stale read returns
+	// a StaleError at once.
+	Informers cache.Informers
+	// MaxWait bounds one read's wait. Zero means [DefaultMaxWait] (2s); a
+	// negative value never waits.
+	MaxWait time.Duration
+	// TTL is how long a write is remembered at most. Zero means
+	// [DefaultTTL] (2m).
+	TTL time.Duration
+	// MaxEntries bounds how many writes are remembered; the oldest is
+	// forgotten first. Zero means [DefaultMaxEntries] (50,000).
+	MaxEntries int
+	// Clock tells the time of writes, for TTL. Nil means the real clock.
+	// Waiting always uses real timers.
+	Clock clock.PassiveClock
+
+	mu        sync.Mutex
+	informers cache.Informers
+	entries   map[key]*list.Element
+	order     list.List // of *entry, most recent write first
+	waiters   map[key][]chan struct{}
+	watched   map[watchKey]bool
+}
+
+// key identifies one object.
+type key struct {
+	gvk             schema.GroupVersionKind
+	namespace, name string
+}
+
+// watchKey identifies one informer: typed, unstructured and metadata-only
+// informers of a kind are distinct.
+type watchKey struct {
+	gvk  schema.GroupVersionKind
+	form string
+}
+
+// entry is what this process last wrote to one object.
+type entry struct {
+	key key
+	uid types.UID
+	// rv is the resourceVersion the write returned; "" after a delete.
+	rv string
+	// created: this process created the object, so a cache without it is
+	// behind. deleted: this process deleted it.
+	created, deleted bool
+	at               time.Time
+}
+
+// Len returns how many writes the Tracker remembers now.
+func (t *Tracker) Len() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.entries)
+}
+
+// NewClient is a client.NewClientFunc for ctrl.Options.NewClient: it builds
+// the manager's client as controller-runtime does and guards it with t,
+// taking the informers from the manager's cache when t.Informers is nil.
+func (t *Tracker) NewClient(config *rest.Config, options client.Options) (client.Client, error) {
+	c, err := client.New(config, options)
+	if err != nil {
+		return nil, err
+	}
+	if options.Cache != nil {
+		if inf, ok := options.Cache.Reader.(cache.Informers); ok {
+			t.mu.Lock()
+			if t.informers == nil {
+				t.informers = inf
+			}
+			t.mu.Unlock()
+		}
+	}
+	return t.Wrap(c), nil
+}
+
+// Wrap returns c guarded by t: its writes are remembered and its reads
+// never return a cached object older than them. A client t already guards
+// is returned as it is.
+func (t *Tracker) Wrap(c client.Client) client.Client {
+	if g, ok := c.(*guarded); ok && g.t == t {
+		return c
+	}
+	return &guarded{Client: c, t: t}
+}
+
+// TrackerOf returns the Tracker that guards c, or nil when c is not a
+// guarded client.
+func TrackerOf(c client.Client) *Tracker {
+	if g, ok := c.(*guarded); ok {
+		return g.t
+	}
+	return nil
+}
+
+func (t *Tracker) now() time.Time {
+	if t.Clock == nil {
+		return time.Now()
+	}
+	return t.Clock.Now()
+}
+
+func (t *Tracker) maxWait() time.Duration {
+	switch {
+	case t.MaxWait < 0:
+		return 0
+	case t.MaxWait == 0:
+		return DefaultMaxWait
+	}
+	return t.MaxWait
+}
+
+// record remembers a write of obj, which holds the server's answer.
+func (t *Tracker) record(k key, obj metav1.Object, created bool) {
+	rv := obj.GetResourceVersion()
+	if rv == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.upsert(k)
+	if !e.deleted && e.rv != "" && e.uid == obj.GetUID() {
+		if c, err := resourceversion.CompareResourceVersion(e.rv, rv); err == nil && c > 0 {
+			rv = e.rv // a concurrent write already recorded a newer version
+		}
+		created = created || e.created
+	}
+	*e = entry{key: k, uid: obj.GetUID(), rv: rv, created: created, at: t.now()}
+}
+
+// recordDelete remembers that this process deleted obj.
+func (t *Tracker) recordDelete(k key, obj metav1.Object) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.upsert(k)
+	*e = entry{key: k, uid: obj.GetUID(), deleted: true, at: t.now()}
+}
+
+// upsert returns k's entry, new or moved to the front; t.mu is held.
+func (t *Tracker) upsert(k key) *entry {
+	if t.entries == nil {
+		t.entries = map[key]*list.Element{}
+	}
+	if el, ok := t.entries[k]; ok {
+		t.order.MoveToFront(el)
+		return el.Value.(*entry)
+	}
+	limit := t.MaxEntries
+	if limit <= 0 {
+		limit = DefaultMaxEntries
+	}
+	for len(t.entries) >= limit && t.order.Len() > 0 {
+		t.dropLocked(t.order.Back().Value.(*entry).key)
+	}
+	e := &entry{key: k}
+	t.entries[k] = t.order.PushFront(e)
+	return e
+}
+
+// lookup returns a copy of k's entry, forgetting entries past their TTL.
+func (t *Tracker) lookup(k key) (entry, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked()
+	el, ok := t.entries[k]
+	if !ok {
+		return entry{}, false
+	}
+	return *el.Value.(*entry), true
+}
+
+// pending returns copies of the entries of one kind, in one namespace ("" for
+// every namespace).
+func (t *Tracker) pending(gvk schema.GroupVersionKind, namespace string) []entry {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked()
+	var out []entry
+	for k, el := range t.entries {
+		if k.gvk == gvk && (namespace == "" || k.namespace == namespace) {
+			out = append(out, *el.Value.(*entry))
+		}
+	}
+	return out
+}
+
+// expireLocked drops entries older than TTL; t.mu is held.
+func (t *Tracker) expireLocked() {
+	ttl := t.TTL
+	if ttl <= 0 {
+		ttl = DefaultTTL
+	}
+	cutoff := t.now().Add(-ttl)
+	for el := t.order.Back(); el != nil; el = t.order.Back() {
+		e := el.Value.(*entry)
+		if !e.at.Before(cutoff) {
+			return
+		}
+		t.dropLocked(e.key)
+	}
+}
+
+// caughtUp drops k's entry if it is still the one that was checked, and
+// wakes the reads waiting for it.
+func (t *Tracker) caughtUp(k key, checked entry) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if el, ok := t.entries[k]; ok && *el.Value.(*entry) == checked {
+		t.dropLocked(k)
+	}
+}
+
+// dropLocked forgets k and wakes its waiters; t.mu is held.
+func (t *Tracker) dropLocked(k key) {
+	if el, ok := t.entries[k]; ok {
+		t.order.Remove(el)
+		delete(t.entries, k)
+	}
+	for _, ch := range t.waiters[k] {
+		close(ch)
+	}
+	delete(t.waiters, k)
+}
+
+// fresh reports whether the cache's view of an object (found, and then obj)
+// reflects the write e.
+func fresh(e entry, found bool, obj metav1.Object) bool {
+	if !found {
+		// Missing is behind only for an object this process created (and
+		// did not delete since); one it updated may have been deleted by
+		// someone else, which is news, not staleness.
+		return !e.created || e.deleted
+	}
+	if e.deleted {
+		// Still there: fresh once marked for deletion (finalizers hold it)
+		// or replaced by another object of the same name.
+		return !obj.GetDeletionTimestamp().IsZero() || (e.uid != "" && obj.GetUID() != e.uid)
+	}
+	c, err := resourceversion.CompareResourceVersion(obj.GetResourceVersion(), e.rv)
+	if err != nil {
+		return true // cannot compare: do not block
+	}
+	return c >= 0
+}
+
+// want describes what a stale read waits for.
+func (e entry) want() string {
+	switch {
+	case e.deleted:
+		return "the deletion of uid " + string(e.uid)
+	case e.created:
+		return "the created object at resourceVersion " + e.rv
+	}
+	return "resourceVersion " + e.rv
+}
+
+// subscribe registers a wake-up for k and makes sure the informer of obj's
+// form wakes it. It returns nil when there are no informers to wait on, or
+// when k was dropped meanwhile (closed channel).
+func (t *Tracker) subscribe(ctx context.Context, k key, form string, obj client.Object) chan struct{} {
+	t.mu.Lock()
+	inf := t.Informers
+	if inf == nil {
+		inf = t.informers
+	}
+	wk := watchKey{gvk: k.gvk, form: form}
+	needWatch := inf != nil && !t.watched[wk]
+	t.mu.Unlock()
+	if inf == nil {
+		return nil
+	}
+	if needWatch && !t.watch(ctx, inf, wk, obj) {
+		return nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ch := make(chan struct{})
+	if _, ok := t.entries[k]; !ok {
+		close(ch)
+		return ch
+	}
+	if t.waiters == nil {
+		t.waiters = map[key][]chan struct{}{}
+	}
+	t.waiters[k] = append(t.waiters[k], ch)
+	return ch
+}
+
+// unsubscribe removes a wake-up that was not used.
+func (t *Tracker) unsubscribe(k key, ch chan struct{}) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	ws := t.waiters[k]
+	for i, w := range ws {
+		if w == ch {
+			t.waiters[k] = append(ws[:i], ws[i+1:]...)
+			break
+		}
+	}
+	if len(t.waiters[k]) == 0 {
+		delete(t.waiters, k)
+	}
+}
+
+// watch adds an event handler to the informer of obj's kind and form, so
+// that events drop caught-up entries and wake their waiters. It runs once
+// per informer, on the first stale read, when the informer must already
+// exist (the stale copy came from it).
+func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, obj client.Object) bool {
+	informer, err := inf.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
+	if err != nil {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.watched[wk] {
+		return true
+	}
+	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.observe(wk.gvk, o, false) },
+		UpdateFunc: func(_, o any) { t.observe(wk.gvk, o, false) },
+		DeleteFunc: func(o any) { t.observe(wk.gvk, o, true) },
+	}); err != nil {
+		return false
+	}
+	if t.watched == nil {
+		t.watched = map[watchKey]bool{}
+	}
+	t.watched[wk] = true
+	return true
+}
+
+// observe is the informer event handler: the cache now holds o (or, when
+// gone, no longer does). An entry it satisfies is dropped and its waiters
+// woken.
+func (t *Tracker) observe(gvk schema.GroupVersionKind, o any, gone bool) {
+	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+		o = tomb.Obj
+	}
+	m, err := meta.Accessor(o)
+	if err != nil {
+		return
+	}
+	k := key{gvk: gvk, namespace: m.GetNamespace(), name: m.GetName()}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	el, ok := t.entries[k]
+	if !ok {
+		return
+	}
+	e := el.Value.(*entry)
+	switch {
+	case gone:
+		// The cache had this object and no longer has it: it went past
+		// every write of it. The deletion of an older object of the same
+		// name says nothing about the one this process wrote.
+		if e.deleted || e.uid == "" || m.GetUID() == e.uid {
+			t.dropLocked(k)
+		}
+	case fresh(*e, true, m):
+		t.dropLocked(k)
+	}
+}

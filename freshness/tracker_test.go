@@ -1,0 +1,436 @@
+package freshness_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/freshness"
+)
+
+// laggingCache is a fake client whose reads play an informer cache that
+// has not seen the latest writes yet: while frozen, a Get returns the
+// object as it was when frozen (or NotFound if it did not exist then).
+// Events is a fake informer whose handlers the test fires when it lets the
+// cache catch up.
+type laggingCache struct {
+	client.WithWatch // the API server's truth
+	mu               sync.Mutex
+	frozen           map[types.NamespacedName]*corev1.ConfigMap // nil value: did not exist
+	handlers         []toolscache.ResourceEventHandler
+	getInformerCalls int
+}
+
+func newLaggingCache(objs ...client.Object) *laggingCache {
+	l := &laggingCache{}
+	truth := fake.NewClientBuilder().WithObjects(objs...).Build()
+	l.WithWatch = interceptor.NewClient(truth, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			l.mu.Lock()
+			old, isFrozen := l.frozen[key]
+			l.mu.Unlock()
+			if !isFrozen {
+				return c.Get(ctx, key, obj, opts...)
+			}
+			if old == nil {
+				return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+			}
+			old.DeepCopyInto(obj.(*corev1.ConfigMap))
+			return nil
+		},
+	})
+	return l
+}
+
+// freeze makes reads of key return what the server holds now.
+func (l *laggingCache) freeze(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	cm := &corev1.ConfigMap{}
+	err := l.WithWatch.Get(context.Background(), key, cm)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.frozen == nil {
+		l.frozen = map[types.NamespacedName]*corev1.ConfigMap{}
+	}
+	switch {
+	case apierrors.IsNotFound(err):
+		l.frozen[key] = nil
+	case err != nil:
+		t.Fatal(err)
+	default:
+		l.frozen[key] = cm
+	}
+}
+
+// catchUp lets reads of key see the server again and fires the informer
+// event that tells so.
+func (l *laggingCache) catchUp(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	l.mu.Lock()
+	delete(l.frozen, key)
+	handlers := append([]toolscache.ResourceEventHandler(nil), l.handlers...)
+	l.mu.Unlock()
+	cm := &corev1.ConfigMap{}
+	err := l.WithWatch.Get(context.Background(), key, cm)
+	for _, h := range handlers {
+		switch {
+		case apierrors.IsNotFound(err):
+			h.OnDelete(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}})
+		case err == nil:
+			h.OnUpdate(cm, cm)
+		}
+	}
+}
+
+// informers implements cache.Informers for the tracker: only GetInformer.
+type informers struct {
+	cache.Informers
+	l *laggingCache
+}
+
+func (i informers) GetInformer(context.Context, client.Object, ...cache.InformerGetOption) (cache.Informer, error) {
+	i.l.mu.Lock()
+	i.l.getInformerCalls++
+	i.l.mu.Unlock()
+	return informer{l: i.l}, nil
+}
+
+type informer struct {
+	cache.Informer
+	l *laggingCache
+}
+
+func (i informer) AddEventHandler(h toolscache.ResourceEventHandler) (toolscache.ResourceEventHandlerRegistration, error) {
+	i.l.mu.Lock()
+	defer i.l.mu.Unlock()
+	i.l.handlers = append(i.l.handlers, h)
+	return nil, nil
+}
+
+func configMap(name, value string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: name}, Data: map[string]string{"v": value}}
+}
+
+// TestAGetAfterOurWriteNeverReturnsAnOlderObject covers each kind of write:
+// without informers a stale read fails at once with a StaleError (a
+// conflict: a quiet requeue); with informers it waits for the event and
+// returns the fresh object.
+func TestAGetAfterOurWriteNeverReturnsAnOlderObject(t *testing.T) {
+	key := client.ObjectKey{Namespace: "default", Name: "cm"}
+	tests := []struct {
+		name     string
+		existing []client.Object
+		write    func(ctx context.Context, c client.Client) error
+		// check is what a fresh read must show.
+		check func(cm *corev1.ConfigMap, err error) error
+	}{
+		{
+			name:     "update",
+			existing: []client.Object{configMap("cm", "old")},
+			write: func(ctx context.Context, c client.Client) error {
+				cm := &corev1.ConfigMap{}
+				if err := c.Get(ctx, key, cm); err != nil {
+					return err
+				}
+				cm.Data["v"] = "new"
+				return c.Update(ctx, cm)
+			},
+			check: func(cm *corev1.ConfigMap, err error) error {
+				if err != nil || cm.Data["v"] != "new" {
+					return fmt.Errorf("got %v %v, want the updated object", cm.Data, err)
+				}
+				return nil
+			},
+		},
+		{
+			name:     "patch",
+			existing: []client.Object{configMap("cm", "old")},
+			write: func(ctx context.Context, c client.Client) error {
+				cm := configMap("cm", "")
+				return c.Patch(ctx, cm, client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"patched"}}`)))
+			},
+			check: func(cm *corev1.ConfigMap, err error) error {
+				if err != nil || cm.Data["v"] != "patched" {
+					return fmt.Errorf("got %v %v, want the patched object", cm.Data, err)
+				}
+				return nil
+			},
+		},
+		{
+			name:  "create",
+			write: func(ctx context.Context, c client.Client) error { return c.Create(ctx, configMap("cm", "created")) },
+			check: func(cm *corev1.ConfigMap, err error) error {
+				if err != nil || cm.Data["v"] != "created" {
+					return fmt.Errorf("got %v %v, want the created object", cm.Data, err)
+				}
+				return nil
+			},
+		},
+		{
+			name:     "delete",
+			existing: []client.Object{configMap("cm", "doomed")},
+			write:    func(ctx context.Context, c client.Client) error { return c.Delete(ctx, configMap("cm", "")) },
+			check: func(cm *corev1.ConfigMap, err error) error {
+				if !apierrors.IsNotFound(err) {
+					return fmt.Errorf("got %v %v, want NotFound", cm.Data, err)
+				}
+				return nil
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name+"/without informers", func(t *testing.T) {
+			l := newLaggingCache(tt.existing...)
+			c := (&freshness.Tracker{}).Wrap(l)
+			l.freeze(t, key)
+			if err := tt.write(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+			err := c.Get(t.Context(), key, &corev1.ConfigMap{})
+			if !errors.Is(err, freshness.ErrStale) {
+				t.Fatalf("stale Get = %v, want ErrStale", err)
+			}
+			if class, _ := errors.Classify(err); class != errors.ClassConflict {
+				t.Errorf("class of the stale error = %v, want conflict (a quiet requeue)", class)
+			}
+			l.catchUp(t, key)
+			cm := &corev1.ConfigMap{}
+			if err := tt.check(cm, c.Get(t.Context(), key, cm)); err != nil {
+				t.Errorf("after the cache caught up: %v", err)
+			}
+		})
+		t.Run(tt.name+"/with informers", func(t *testing.T) {
+			l := newLaggingCache(tt.existing...)
+			tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}
+			c := tracker.Wrap(l)
+			l.freeze(t, key)
+			if err := tt.write(t.Context(), c); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			cm := &corev1.ConfigMap{}
+			go func() { done <- c.Get(t.Context(), key, cm) }()
+			// The read waits until the informer says the cache caught up.
+			for {
+				l.mu.Lock()
+				registered := len(l.handlers) > 0
+				l.mu.Unlock()
+				if registered {
+					break
+				}
+				select {
+				case err := <-done:
+					t.Fatalf("the stale Get returned %v without waiting", err)
+				case <-time.After(time.Millisecond):
+				}
+			}
+			l.catchUp(t, key)
+			if err := tt.check(cm, <-done); err != nil {
+				t.Error(err)
+			}
+			if n := tracker.Len(); n != 0 {
+				t.Errorf("the tracker remembers %d writes after the cache caught up, want 0", n)
+			}
+		})
+	}
+}
+
+// TestReadsThatNeedNoWaitDoNot: a write the cache already reflects, an
+// object updated by us and deleted by someone else, and a dry run.
+func TestReadsThatNeedNoWaitDoNot(t *testing.T) {
+	key := client.ObjectKey{Namespace: "default", Name: "cm"}
+	t.Run("cache already fresh", func(t *testing.T) {
+		l := newLaggingCache(configMap("cm", "old"))
+		tracker := &freshness.Tracker{}
+		c := tracker.Wrap(l)
+		cm := &corev1.ConfigMap{}
+		_ = c.Get(t.Context(), key, cm)
+		cm.Data["v"] = "new"
+		if err := c.Update(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(t.Context(), key, &corev1.ConfigMap{}); err != nil {
+			t.Fatal(err)
+		}
+		if tracker.Len() != 0 {
+			t.Errorf("a fresh read left %d entries, want 0", tracker.Len())
+		}
+	})
+	t.Run("updated by us, deleted by someone else", func(t *testing.T) {
+		l := newLaggingCache(configMap("cm", "old"))
+		c := (&freshness.Tracker{}).Wrap(l)
+		if err := c.Patch(t.Context(), configMap("cm", ""), client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"x"}}`))); err != nil {
+			t.Fatal(err)
+		}
+		if err := l.Delete(t.Context(), configMap("cm", "")); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(t.Context(), key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+			t.Errorf("Get = %v, want NotFound at once (news, not a stale cache)", err)
+		}
+	})
+	t.Run("dry run", func(t *testing.T) {
+		l := newLaggingCache()
+		tracker := &freshness.Tracker{}
+		c := tracker.Wrap(l)
+		if err := c.Create(t.Context(), configMap("cm", "x"), client.DryRunAll); err != nil {
+			t.Fatal(err)
+		}
+		if tracker.Len() != 0 {
+			t.Errorf("a dry run was remembered")
+		}
+	})
+}
+
+// TestAWaitIsBoundedAndCancellable proves a read gives up after MaxWait
+// with a StaleError, and returns the context's error when canceled.
+func TestAWaitIsBoundedAndCancellable(t *testing.T) {
+	key := client.ObjectKey{Namespace: "default", Name: "cm"}
+	l := newLaggingCache(configMap("cm", "old"))
+	c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: 50 * time.Millisecond}).Wrap(l)
+	l.freeze(t, key)
+	if err := c.Patch(t.Context(), configMap("cm", ""), client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"x"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	err := c.Get(t.Context(), key, &corev1.ConfigMap{})
+	var stale *freshness.StaleError
+	if !errors.As(err, &stale) || stale.Key != key || stale.Kind != "ConfigMap" {
+		t.Fatalf("Get = %v, want a StaleError naming ConfigMap %s", err, key)
+	}
+
+	ctx, cancel := context.WithCancel(t.Context())
+	c = (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Hour}).Wrap(l)
+	if err := c.Patch(ctx, configMap("cm", ""), client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"y"}}`))); err != nil {
+		t.Fatal(err)
+	}
+	l.freeze(t, key) // frozen before that write: stale
+	l.mu.Lock()
+	l.frozen[key].ResourceVersion = "1"
+	l.mu.Unlock()
+	go func() { time.Sleep(20 * time.Millisecond); cancel() }()
+	if err := c.Get(ctx, key, &corev1.ConfigMap{}); !errors.Is(err, context.Canceled) {
+		t.Errorf("Get with a canceled context = %v, want context.Canceled", err)
+	}
+}
+
+// TestAListWaitsForTheObjectsWeCreated proves a List does not miss an
+// object this process created (the classic second child).
+func TestAListWaitsForTheObjectsWeCreated(t *testing.T) {
+	key := client.ObjectKey{Namespace: "default", Name: "child"}
+	l := newLaggingCache()
+	hidden := true
+	l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			l.mu.Lock()
+			defer l.mu.Unlock()
+			if hidden {
+				list.(*corev1.ConfigMapList).Items = nil
+			}
+			return nil
+		},
+	})
+	tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}
+	c := tracker.Wrap(l)
+	l.freeze(t, key)
+	if err := c.Create(t.Context(), configMap("child", "x")); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	var list corev1.ConfigMapList
+	go func() { done <- c.List(t.Context(), &list, client.InNamespace("default")) }()
+	for {
+		l.mu.Lock()
+		registered := len(l.handlers) > 0
+		l.mu.Unlock()
+		if registered {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	l.mu.Lock()
+	hidden = false
+	l.mu.Unlock()
+	l.catchUp(t, key)
+	if err := <-done; err != nil || len(list.Items) != 1 {
+		t.Errorf("List = %d items, %v; want the created child", len(list.Items), err)
+	}
+}
+
+// TestMemoryIsBounded proves entries expire after TTL and never exceed
+// MaxEntries.
+func TestMemoryIsBounded(t *testing.T) {
+	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC))
+	l := newLaggingCache()
+	tracker := &freshness.Tracker{MaxEntries: 10, TTL: time.Minute, Clock: clk}
+	c := tracker.Wrap(l)
+	for i := range 25 {
+		if err := c.Create(t.Context(), configMap(fmt.Sprint("cm-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := tracker.Len(); n != 10 {
+		t.Errorf("entries after 25 writes with MaxEntries 10 = %d, want 10", n)
+	}
+	clk.SetTime(clk.Now().Add(2 * time.Minute))
+	// Any read sweeps expired entries.
+	_ = c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: "other"}, &corev1.ConfigMap{})
+	if n := tracker.Len(); n != 0 {
+		t.Errorf("entries after TTL = %d, want 0", n)
+	}
+}
+
+// TestConcurrentWritersAndReaders runs writes and reads of many objects from
+// several goroutines (meaningful under -race).
+func TestConcurrentWritersAndReaders(t *testing.T) {
+	l := newLaggingCache()
+	tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: -1}
+	c := tracker.Wrap(l)
+	var wg sync.WaitGroup
+	for w := range 4 {
+		wg.Go(func() {
+			for i := range 50 {
+				name := fmt.Sprintf("cm-%d-%d", w, i)
+				if err := c.Create(t.Context(), configMap(name, "x")); err != nil {
+					t.Error(err)
+					return
+				}
+				if err := c.Get(t.Context(), client.ObjectKey{Namespace: "default", Name: name}, &corev1.ConfigMap{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := tracker.Len(); n != 0 {
+		t.Errorf("entries after every write was read back = %d, want 0", n)
+	}
+}
+
+func TestWrapIsIdempotentAndTrackerOfFindsTheTracker(t *testing.T) {
+	tracker := &freshness.Tracker{}
+	c := tracker.Wrap(newLaggingCache())
+	if tracker.Wrap(c) != c {
+		t.Error("wrapping a guarded client again wrapped it twice")
+	}
+	if freshness.TrackerOf(c) != tracker || freshness.TrackerOf(newLaggingCache()) != nil {
+		t.Error("TrackerOf does not report the guard")
+	}
+}
