@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -111,7 +112,7 @@ func TestDefaultKustomization(t *testing.T) {
 		"ClusterRoleBinding /at-manager-rolebinding",
 		"Deployment at-system/at-controller",
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("objects of config/default (-want +got):\n%s", diff)
 	}
 
@@ -148,15 +149,18 @@ func TestDefaultKustomization(t *testing.T) {
 		if diff := cmp.Diff(wantSubject, b.subjects); diff != "" {
 			t.Errorf("%s %s subjects (-want +got):\n%s", b.kind, b.name, diff)
 		}
-		bound[b.roleRef.Kind+"/"+ref] = true
+		if b.roleRef.Kind == "Role" {
+			ref = b.namespace + "/" + ref
+		}
+		bound[b.roleRef.Kind+" "+ref] = true
 	}
 	for name := range r.clusterRoles {
-		if !bound["ClusterRole/"+name] {
+		if !bound["ClusterRole "+name] {
 			t.Errorf("ClusterRole %s is granted to nobody", name)
 		}
 	}
 	for key := range r.roles {
-		if !bound["Role/"+key[len(d.Namespace)+1:]] {
+		if !bound["Role "+key] {
 			t.Errorf("Role %s is granted to nobody", key)
 		}
 	}
