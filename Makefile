@@ -5,7 +5,7 @@ GO ?= go
 
 # controller-gen runs through `go run` of a pinned version: nothing to install.
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
-GENERATED := internal/testapi examples/at/api examples/at/config/crd
+GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at/config/rbac/role.yaml
 
 # ENVTEST_ASSETS prints the directory holding kube-apiserver and etcd,
 # building them from the Go module proxy into the user cache the first time
@@ -54,10 +54,11 @@ assets: ## Build (or find) the envtest binaries and print their directory.
 	@$(ENVTEST_ASSETS)
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code and CRD manifests from the Go types.
+generate: ## Regenerate deepcopy code, CRD manifests and the At operator's RBAC role from the Go sources.
 	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/...
 	$(CONTROLLER_GEN) crd paths=./internal/testapi/... output:crd:artifacts:config=internal/testapi/crd
 	$(CONTROLLER_GEN) crd paths=./examples/at/api/... output:crd:artifacts:config=examples/at/config/crd
+	$(CONTROLLER_GEN) rbac:roleName=at-manager-role paths=./examples/at/internal/controller/... output:rbac:artifacts:config=examples/at/config/rbac
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when committed generated files are out of date.

@@ -123,6 +123,17 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 	return loop, loop.Validate()
 }
 
+// The permissions the controller needs, from which `make generate` writes
+// examples/at/config/rbac/role.yaml (leader election's are in
+// leader_election_role.yaml beside it). The e2e tests run the operator with
+// only these and fail when one is missing.
+//
+// +kubebuilder:rbac:groups=cnat.reconcilekit.dev,resources=ats,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=cnat.reconcilekit.dev,resources=ats/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=cnat.reconcilekit.dev,resources=ats/finalizers,verbs=update
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // SetupWithManager registers the At controller: it watches Ats and the Pods
 // they own. Status-only updates of an At (our own writes) do not trigger a
 // reconcile; spec changes and deletion do; of its Pod, only finishing and
