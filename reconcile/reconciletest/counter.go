@@ -23,7 +23,7 @@ import (
 // server refused was still attempted.
 type Counter struct {
 	mu       sync.Mutex
-	requests []Request
+	requests []APIRequest
 	// explain, while set, makes the counter describe what each write would
 	// change (see explainWrite); Converge sets it for the idempotency run.
 	explain bool
@@ -64,7 +64,7 @@ func (k *Counter) record(c *call) error {
 }
 
 // Requests returns every request recorded so far, oldest first.
-func (k *Counter) Requests() []Request {
+func (k *Counter) Requests() []APIRequest {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return slices.Clone(k.requests)
@@ -72,14 +72,14 @@ func (k *Counter) Requests() []Request {
 
 // Writes returns the recorded requests that are writes (see [Verb.IsWrite]),
 // oldest first. A reconciler that has converged makes none.
-func (k *Counter) Writes() []Request {
+func (k *Counter) Writes() []APIRequest {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return writes(k.requests)
 }
 
-func writes(rs []Request) []Request {
-	var w []Request
+func writes(rs []APIRequest) []APIRequest {
+	var w []APIRequest
 	for _, r := range rs {
 		if r.Verb.IsWrite() {
 			w = append(w, r)
@@ -141,7 +141,7 @@ func (k *Counter) mark(explain bool) int {
 
 // since returns the requests recorded after mark n, with what each write
 // changed where that is known.
-func (k *Counter) since(n int) ([]Request, map[int]string) {
+func (k *Counter) since(n int) ([]APIRequest, map[int]string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if n > len(k.requests) { // Reset was called in between.

@@ -21,7 +21,7 @@
 // also sees the requests faults made fail:
 //
 //	var counter reconciletest.Counter
-//	faults, err := reconciletest.NewFaultInjector(1, reconciletest.Rate(0.2, reconciletest.Conflict))
+//	faults, err := reconciletest.NewFaultInjector(1, reconciletest.Rate(0.2, reconciletest.FaultConflict))
 //	...
 //	r := &MyReconciler{Client: counter.Wrap(faults.Wrap(c))}
 //	reconciletest.Converge(t, r, req, reconciletest.WithCounter(&counter), reconciletest.WithFaults(faults))

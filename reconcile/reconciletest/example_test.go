@@ -98,15 +98,15 @@ func (w *waiter) Reconcile(context.Context, reconcile.Request) (reconcile.Result
 	return reconcile.Result{}, nil
 }
 
-// WithClock lets Converge step the fake clock the reconciler reads, so a
+// StepClock lets Converge step the fake clock the reconciler reads, so a
 // reconciler that waits for a time converges without sleeping.
-func ExampleWithClock() {
+func ExampleStepClock() {
 	start := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(start)
 	r := &waiter{clock: clk, at: start.Add(90 * time.Minute)}
 
 	rep := reconciletest.Converge(exampleT{}, r, reconcile.Request{},
-		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.WithClock(clk))
+		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.StepClock(clk))
 	fmt.Println("runs:", rep.Runs)
 	fmt.Println("clock:", clk.Now().Format(time.Kitchen))
 	// Output:
@@ -141,7 +141,7 @@ func ExampleCounter() {
 func ExampleSequence() {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}}
 	faults, err := reconciletest.NewFaultInjector(1,
-		reconciletest.Sequence(reconciletest.Conflict, reconciletest.NoFault, reconciletest.Throttle),
+		reconciletest.Sequence(reconciletest.FaultConflict, reconciletest.FaultNone, reconciletest.FaultThrottle),
 		reconciletest.OnlyVerbs(reconciletest.Update))
 	if err != nil {
 		fmt.Println(err)
@@ -165,7 +165,7 @@ func ExampleSequence() {
 
 // Rate makes a fraction of requests fail, the same ones for the same seed.
 func ExampleRate() {
-	faults, err := reconciletest.NewFaultInjector(42, reconciletest.Rate(0.25, reconciletest.ServerError))
+	faults, err := reconciletest.NewFaultInjector(42, reconciletest.Rate(0.25, reconciletest.FaultServerError))
 	if err != nil {
 		fmt.Println(err)
 		return

@@ -56,8 +56,8 @@ func (v Verb) IsWrite() bool {
 	return false
 }
 
-// Request describes one call made through a wrapped client.
-type Request struct {
+// APIRequest describes one call made through a wrapped client.
+type APIRequest struct {
 	// Verb is what was asked.
 	Verb Verb
 	// Kind is the object's kind ("ConfigMap", "Widget"); for a list or a
@@ -73,7 +73,7 @@ type Request struct {
 
 // String describes the request in one line, for example
 // `update/status Widget "ns/w"`, followed by the error if it failed.
-func (r Request) String() string {
+func (r APIRequest) String() string {
 	var b strings.Builder
 	b.WriteString(string(r.Verb))
 	b.WriteByte(' ')
@@ -97,32 +97,32 @@ func (r Request) String() string {
 }
 
 // objectRequest describes a request about one object.
-func objectRequest(c client.Client, v Verb, obj client.Object) Request {
-	return Request{Verb: v, Kind: kindOf(c, obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+func objectRequest(c client.Client, v Verb, obj client.Object) APIRequest {
+	return APIRequest{Verb: v, Kind: kindOf(c, obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // keyRequest describes a Get, whose object may still be empty.
-func keyRequest(c client.Client, obj client.Object, key client.ObjectKey) Request {
-	return Request{Verb: Get, Kind: kindOf(c, obj), Namespace: key.Namespace, Name: key.Name}
+func keyRequest(c client.Client, obj client.Object, key client.ObjectKey) APIRequest {
+	return APIRequest{Verb: Get, Kind: kindOf(c, obj), Namespace: key.Namespace, Name: key.Name}
 }
 
 // listRequest describes a List or Watch: the kind of the items, and the
 // namespace the options restrict it to.
-func listRequest(c client.Client, v Verb, list client.ObjectList, opts []client.ListOption) Request {
+func listRequest(c client.Client, v Verb, list client.ObjectList, opts []client.ListOption) APIRequest {
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
-	return Request{Verb: v, Kind: strings.TrimSuffix(kindOf(c, list), "List"), Namespace: lo.Namespace}
+	return APIRequest{Verb: v, Kind: strings.TrimSuffix(kindOf(c, list), "List"), Namespace: lo.Namespace}
 }
 
 // deleteAllOfRequest describes a DeleteAllOf.
-func deleteAllOfRequest(c client.Client, obj client.Object, opts []client.DeleteAllOfOption) Request {
+func deleteAllOfRequest(c client.Client, obj client.Object, opts []client.DeleteAllOfOption) APIRequest {
 	var o client.DeleteAllOfOptions
 	o.ApplyOptions(opts)
 	ns := o.Namespace
 	if ns == "" {
 		ns = obj.GetNamespace()
 	}
-	return Request{Verb: DeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
+	return APIRequest{Verb: DeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
 }
 
 // applyConfiguration is what client-go's generated apply configurations
@@ -143,8 +143,8 @@ type unstructuredApplyConfiguration interface {
 }
 
 // applyRequest describes an Apply.
-func applyRequest(v Verb, obj runtime.ApplyConfiguration) Request {
-	r := Request{Verb: v}
+func applyRequest(v Verb, obj runtime.ApplyConfiguration) APIRequest {
+	r := APIRequest{Verb: v}
 	switch ac := obj.(type) {
 	case applyConfiguration:
 		r.Kind, r.Namespace, r.Name = deref(ac.GetKind()), deref(ac.GetNamespace()), deref(ac.GetName())
