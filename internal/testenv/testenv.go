@@ -3,7 +3,7 @@
 //
 // A package's TestMain calls [Main]; tests then call [Env.Client] or read
 // [Env.Config]. The binaries come from KUBEBUILDER_ASSETS or, when that is
-// unset, from the cache that "make test" (internal/cmd/envtest-assets) fills.
+// unset, from the cache that "make test" (cmd/envtest-assets) fills.
 // When they are missing the tests that need them fail with a message saying
 // how to get them; outside CI (CI unset) they are skipped instead, never
 // silently in CI.
@@ -65,7 +65,7 @@ func Main(m *testing.M, env *Env, opts Options) {
 
 // MissingAssetsMessage says how to obtain the control-plane binaries.
 const MissingAssetsMessage = "no kube-apiserver/etcd binaries: run `make test`, or " +
-	"`export KUBEBUILDER_ASSETS=$(go run ./internal/cmd/envtest-assets)` from the repository root " +
+	"`export KUBEBUILDER_ASSETS=$(go run ./cmd/envtest-assets)` from the repository root " +
 	"(builds them from the Go module proxy, ~10 min once, then cached), or point KUBEBUILDER_ASSETS at setup-envtest's binaries"
 
 func run(m *testing.M, env *Env, opts Options) int {
