@@ -17,10 +17,19 @@ import (
 // value is ready to use, and it is safe for concurrent use. A Counter must
 // not be copied after first use.
 //
-// Wrap the client a reconciler uses, then read [Counter.Writes] to assert
-// that a run wrote nothing, or [Counter.Count] for one verb and kind.
-// Requests that failed are recorded too, with their error: a write the
-// server refused was still attempted.
+// It counts at one of two levels, with the same records ([APIRequest]) and
+// queries:
+//
+//   - [Counter.Wrap] wraps one client.Client: the requests of the code that
+//     uses that client, with the Go kind of each object. [Converge] uses it.
+//   - [Counter.WrapConfig] wraps a *rest.Config: every HTTP request of every
+//     client made from it, a whole manager's included (cache, client, API
+//     reader, events, leader election), with resource, status code and user
+//     agent.
+//
+// Read [Counter.Writes] to assert that a run wrote nothing, or
+// [Counter.Count] and [Counter.CountResource] for one verb. Requests that
+// failed are recorded too: a write the server refused was still attempted.
 type Counter struct {
 	mu       sync.Mutex
 	requests []APIRequest
@@ -61,6 +70,13 @@ func (k *Counter) record(c *call) error {
 	}
 	k.requests = append(k.requests, c.req)
 	return err
+}
+
+// add records a request seen at the transport.
+func (k *Counter) add(r APIRequest) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.requests = append(k.requests, r)
 }
 
 // Requests returns every request recorded so far, oldest first.
@@ -115,7 +131,7 @@ func (k *Counter) String() string {
 	k.mu.Lock()
 	counts := map[string]int{}
 	for _, r := range k.requests {
-		counts[string(r.Verb)+" "+r.Kind]++
+		counts[string(r.Verb)+" "+r.what()]++
 	}
 	k.mu.Unlock()
 	keys := make([]string, 0, len(counts))
