@@ -72,7 +72,8 @@ type APIRequest struct {
 	// transport, which name a resource instead.
 	Kind string
 	// Namespace and Name identify the object; Name is "" for list, watch
-	// and deletecollection. A Namespace object has Name only.
+	// and deletecollection, and at the transport for create, whose URL
+	// names no object (its body does). A Namespace object has Name only.
 	Namespace, Name string
 	// Err is the error the call returned, nil on success. At the
 	// transport it is an error that got no response at all (connection
