@@ -3,7 +3,6 @@ package reconciletest
 import (
 	"context"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -43,19 +42,59 @@ type CacheDelay struct {
 	// Clock times the delay; nil means the real clock. With a
 	// testingclock.FakeClock, a held event is delivered only when the
 	// test steps the clock by Delay, so a stale read is certain, not
-	// likely: wait until [CacheDelay.Pending] counts the event, read,
-	// then step.
+	// likely: write, wait until [CacheDelay.Holds] the written object,
+	// read (stale), then step.
 	Clock clock.Clock
 
-	// pending counts events received and not yet delivered, over every
-	// watch.
-	pending atomic.Int64
+	mu sync.Mutex
+	// held are the events whose delay has not passed, over every watch,
+	// by a number of their own.
+	held map[uint64]watch.Event
+	seq  uint64
 }
 
 // Pending returns how many watch events the delay holds now: received from
-// the API server and not yet delivered to a cache.
+// the API server, their delay not yet passed.
 func (d *CacheDelay) Pending() int {
-	return int(d.pending.Load())
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return len(d.held)
+}
+
+// Holds reports whether the delay holds an event of obj (same namespace
+// and name) at obj's resourceVersion: after a write, pass the object the
+// write returned, and wait until Holds is true before stepping a fake clock,
+// so that the step releases that event.
+func (d *CacheDelay) Holds(obj metav1.Object) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, ev := range d.held {
+		m, err := meta.Accessor(ev.Object)
+		if err == nil && m.GetResourceVersion() == obj.GetResourceVersion() &&
+			m.GetName() == obj.GetName() && m.GetNamespace() == obj.GetNamespace() {
+			return true
+		}
+	}
+	return false
+}
+
+// hold registers an event whose delay starts, and returns its number.
+func (d *CacheDelay) hold(ev watch.Event) uint64 {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.held == nil {
+		d.held = map[uint64]watch.Event{}
+	}
+	d.seq++
+	d.held[d.seq] = ev
+	return d.seq
+}
+
+// release forgets a held event: its delay passed, or its watch stopped.
+func (d *CacheDelay) release(id uint64) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.held, id)
 }
 
 // WrapCacheOptions returns opts with its NewInformer wrapped, so that every
@@ -121,10 +160,11 @@ func (l *delayedListerWatcher) IsWatchListSemanticsUnSupported() bool {
 }
 
 // heldEvent is a watch event on its way, and the timer that releases it
-// (nil: at once).
+// (nil: at once) with its number among the delay's held events.
 type heldEvent struct {
 	event watch.Event
 	timer clock.Timer
+	id    uint64
 }
 
 // delayedWatch delivers the events of inner Delay late. A reader goroutine
@@ -175,11 +215,10 @@ func (w *delayedWatch) read(initial bool) {
 	}
 	for ev := range w.inner.ResultChan() {
 		held := heldEvent{event: ev}
-		if !initial && w.delay.Delay > 0 {
-			held.timer = clk.NewTimer(w.delay.Delay)
-		}
 		if initial && ev.Type == watch.Bookmark && endsInitialEvents(ev.Object) {
 			initial = false
+		} else if !initial && w.delay.Delay > 0 {
+			held.timer = clk.NewTimer(w.delay.Delay)
 		}
 		w.mu.Lock()
 		if w.dropped {
@@ -189,8 +228,10 @@ func (w *delayedWatch) read(initial bool) {
 			}
 			continue
 		}
+		if held.timer != nil {
+			held.id = w.delay.hold(ev)
+		}
 		w.queue = append(w.queue, held)
-		w.delay.pending.Add(1)
 		w.mu.Unlock()
 		w.signal()
 	}
@@ -237,6 +278,7 @@ func (w *delayedWatch) write() {
 			case <-w.stop:
 				return
 			}
+			w.delay.release(head.id)
 		}
 		select {
 		case w.out <- head.event:
@@ -245,7 +287,6 @@ func (w *delayedWatch) write() {
 		}
 		w.mu.Lock()
 		w.queue = w.queue[1:]
-		w.delay.pending.Add(-1)
 		w.mu.Unlock()
 	}
 }
@@ -258,9 +299,9 @@ func (w *delayedWatch) drop() {
 	for _, h := range w.queue {
 		if h.timer != nil {
 			h.timer.Stop()
+			w.delay.release(h.id)
 		}
 	}
-	w.delay.pending.Add(-int64(len(w.queue)))
 	w.queue, w.dropped = nil, true
 }
 

@@ -95,13 +95,15 @@ func TestAPIServerCacheDelayStaleReadAfterUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	waitPendingAPI := func(n int) {
+	// waitHeld waits until the delay holds the event of the update that
+	// returned w.
+	waitHeld := func() {
 		t.Helper()
 		err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, bound, true, func(context.Context) (bool, error) {
-			return delay.Pending() == n, nil
+			return delay.Holds(w), nil
 		})
 		if err != nil {
-			t.Fatalf("events held = %d, want %d", delay.Pending(), n)
+			t.Fatalf("the event of resourceVersion %s is not held (%d held)", w.ResourceVersion, delay.Pending())
 		}
 	}
 
@@ -109,12 +111,12 @@ func TestAPIServerCacheDelayStaleReadAfterUpdate(t *testing.T) {
 	if got := read(); got != "v1" {
 		t.Errorf("cached read right after the update = %q, want the old v1", got)
 	}
-	waitPendingAPI(1) // the update's event arrived, and is held
+	waitHeld() // the update's event arrived, and is held
 	if got := read(); got != "v1" {
 		t.Errorf("cached read while the delay holds the update = %q, want the old v1", got)
 	}
 	update("v3")
-	waitPendingAPI(2)
+	waitHeld()
 	if got := read(); got != "v1" {
 		t.Errorf("cached read after a second update = %q, want the old v1", got)
 	}

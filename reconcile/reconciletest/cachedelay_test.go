@@ -228,3 +228,35 @@ func TestCacheDelayStopAndEnd(t *testing.T) {
 		}
 	})
 }
+
+// TestCacheDelayHolds: Holds finds a held event by the object's namespace,
+// name and resourceVersion, and only while the event is held.
+func TestCacheDelayHolds(t *testing.T) {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
+	d := &rt.CacheDelay{Delay: time.Minute, Clock: clk}
+	fw, w := delayedWatch(t, d, false)
+	cm := func(ns, name, rv string) *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, ResourceVersion: rv}}
+	}
+	fw.Modify(cm("ns", "a", "7"))
+	waitPending(t, d, 1)
+	tests := []struct {
+		obj  *corev1.ConfigMap
+		want bool
+	}{
+		{cm("ns", "a", "7"), true},
+		{cm("ns", "a", "8"), false},
+		{cm("ns", "b", "7"), false},
+		{cm("other", "a", "7"), false},
+	}
+	for _, tt := range tests {
+		if got := d.Holds(tt.obj); got != tt.want {
+			t.Errorf("Holds(%s/%s@%s) = %v, want %v", tt.obj.Namespace, tt.obj.Name, tt.obj.ResourceVersion, got, tt.want)
+		}
+	}
+	clk.Step(time.Minute)
+	receive(t, w, 1)
+	if d.Holds(cm("ns", "a", "7")) {
+		t.Error("Holds is still true after the event was delivered")
+	}
+}

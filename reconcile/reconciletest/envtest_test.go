@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
 	rt "github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 var env testenv.Env
@@ -175,7 +175,11 @@ func TestAPIServerFaultsConvergeAndNeverReachTheServer(t *testing.T) {
 func TestAPIServerCounterWatch(t *testing.T) {
 	ns := env.Namespace(t)
 	var counter rt.Counter
-	_, err := counter.Wrap(env.Client(t)).Watch(t.Context(), &corev1.ConfigMapList{})
+	noWatch, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = counter.Wrap(noWatch).Watch(t.Context(), &corev1.ConfigMapList{})
 	if !errors.Is(err, rt.ErrWatchUnsupported) {
 		t.Errorf("Watch through client.New's client: err = %v, want ErrWatchUnsupported", err)
 	}

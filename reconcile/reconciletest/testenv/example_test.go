@@ -262,9 +262,10 @@ func ExampleManagerOptions_cacheDelay() {
 		fmt.Println(err)
 		return
 	}
-	// Once the update's watch event is held, the cache is stale.
+	// The cache is stale: the update's watch event is held (or not even
+	// arrived). Wait until it is held, so that the clock's step releases it.
 	_ = wait.PollUntilContextCancel(ctx, time.Millisecond, true, func(context.Context) (bool, error) {
-		return delay.Pending() == 1, nil
+		return delay.Holds(cm), nil
 	})
 	_ = mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(cm), cached)
 	fmt.Println("cached right after the update:", cached.Data["v"])
