@@ -11,9 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -590,5 +592,54 @@ func TestRealAPIServerRoundTrip(t *testing.T) {
 	}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(w), &after); !apierrors.IsNotFound(err) {
 		t.Fatalf("get after delete: err = %v, want NotFound", err)
+	}
+}
+
+// TestStartWithCRDsInGo: Start runs a control plane of its own, with CRDs
+// given as Go values, and Stop ends it.
+func TestStartWithCRDsInGo(t *testing.T) {
+	env.Require(t) // the binaries are there
+	t.Parallel()
+	crd := &apiextensionsv1.CustomResourceDefinition{
+		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.example.com"},
+		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
+			Group: "example.com",
+			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
+			Scope: apiextensionsv1.NamespaceScoped,
+			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{
+				Name: "v1", Served: true, Storage: true,
+				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
+					Type: "object", XPreserveUnknownFields: ptr.To(true),
+				}},
+			}},
+		},
+	}
+	own, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stopped := false
+	defer func() {
+		if !stopped {
+			_ = own.Stop()
+		}
+	}()
+	if own.Config.Host == env.Config.Host {
+		t.Fatalf("Start returned the package's control plane %s, want a new one", own.Config.Host)
+	}
+	g := &unstructured.Unstructured{}
+	g.SetAPIVersion("example.com/v1")
+	g.SetKind("Gadget")
+	g.SetNamespace("default")
+	g.SetName("g")
+	if err := own.Client(t).Create(t.Context(), g); err != nil {
+		t.Fatalf("create a Gadget: %v", err)
+	}
+	if err := own.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	stopped = true
+	if err := own.Stop(); err != nil {
+		t.Errorf("a second Stop: %v", err)
 	}
 }
