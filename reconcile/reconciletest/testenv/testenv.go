@@ -163,16 +163,19 @@ func (e *Env) start(opts Options) error {
 	return nil
 }
 
-// Stop stops the control plane. Calling it on an Env that is not running
-// does nothing.
+// Stop stops the control plane; afterwards the Env's methods skip the
+// calling test, as on the zero value. Calling it on an Env that is not
+// running does nothing.
 func (e *Env) Stop() error {
 	if e == nil || e.te == nil {
 		return nil
 	}
-	if err := e.te.Stop(); err != nil {
+	err := e.te.Stop()
+	e.Config, e.te, e.reader = nil, nil, nil
+	e.reason = "testenv: the control plane was stopped"
+	if err != nil {
 		return fmt.Errorf("testenv: stopping the control plane: %w", err)
 	}
-	e.te = nil
 	return nil
 }
 

@@ -642,4 +642,7 @@ func TestStartWithCRDsInGo(t *testing.T) {
 	if err := own.Stop(); err != nil {
 		t.Errorf("a second Stop: %v", err)
 	}
+	if err := own.WaitFor(t.Context(), g, "anything", func() bool { return true }); err == nil {
+		t.Error("WaitFor on a stopped Env: no error")
+	}
 }
