@@ -11,7 +11,7 @@ GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at
 # building them from the Go module proxy into the user cache the first time
 # (about 10 minutes on 2 cores), reusing them afterwards. An existing
 # KUBEBUILDER_ASSETS is honoured and nothing is built.
-ENVTEST_ASSETS = $(GO) run ./internal/cmd/envtest-assets
+ENVTEST_ASSETS = $(GO) run ./cmd/envtest-assets
 # kwok plays the kubelet in the At demo (envtest has none).
 KWOK_VERSION := v0.8.0
 

@@ -12,7 +12,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 var env testenv.Env

@@ -11,7 +11,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 func benchWidget(b *testing.B) (client.Client, *testenv.Requests, *testapi.Widget) {

@@ -19,7 +19,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/requeue"
 )
 

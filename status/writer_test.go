@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/status"
 )
 

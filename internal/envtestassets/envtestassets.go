@@ -1,7 +1,7 @@
 // Package envtestassets names where reconcilekit keeps the kube-apiserver and
-// etcd binaries that its tests run against, so that the command that builds
-// them (internal/cmd/envtest-assets) and the test harness that uses them
-// (internal/testenv) agree without either hard-coding a path.
+// etcd binaries that tests run against, so that the command that builds them
+// (cmd/envtest-assets) and the test package that uses them
+// (reconcile/reconciletest/testenv) agree without either hard-coding a path.
 package envtestassets
 
 import (

@@ -40,12 +40,12 @@ func WithCounter(c *Counter) Option {
 	return func(o *options) { o.counter = c }
 }
 
-// WithClock gives Converge the fake clock the reconciler reads. When a run
+// StepClock gives Converge the fake clock the reconciler reads. When a run
 // returns a RequeueAfter, Converge steps the clock by that much before the
 // next run, so a reconciler waiting for a time sees it arrive. Without a
 // clock the next run simply happens at once. Runs that fail with an error
 // do not step the clock.
-func WithClock(c *testingclock.FakeClock) Option {
+func StepClock(c *testingclock.FakeClock) Option {
 	return func(o *options) { o.clock = c }
 }
 
@@ -100,18 +100,18 @@ type Report struct {
 	Errors []error
 	// Requests are the requests made while converging, oldest first; the
 	// idempotency run's are not included.
-	Requests []Request
+	Requests []APIRequest
 }
 
 // Writes returns the writes among [Report.Requests].
-func (r Report) Writes() []Request { return writes(r.Requests) }
+func (r Report) Writes() []APIRequest { return writes(r.Requests) }
 
 // run is one run of the reconciler, kept for failure messages.
 type run struct {
 	n        int
 	result   reconcile.Result
 	err      error
-	requests []Request
+	requests []APIRequest
 }
 
 func (r run) String() string {
@@ -137,7 +137,7 @@ func (r run) String() string {
 // A run has converged when it returns an empty result and no error (or a
 // RequeueAfter of at least [Resync]'s period, or, with
 // [AllowTerminalError], a terminal error). A RequeueAfter steps the
-// [WithClock] clock; a non-terminal error is retried at once, up to
+// [StepClock] clock; a non-terminal error is retried at once, up to
 // [MaxErrors] runs in a row; after [MaxRuns] runs the test fails with the
 // last runs' results and writes. The idempotency run must also return the
 // same kind of outcome: asking to be requeued again or failing is reported

@@ -21,7 +21,7 @@ import (
 	rt "github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
-var ignoreErr = cmpopts.IgnoreFields(rt.Request{}, "Err")
+var ignoreErr = cmpopts.IgnoreFields(rt.APIRequest{}, "Err")
 
 // TestConvergePassesForIdempotentReconciler: a correct reconciler converges
 // in one run on the fake client, its writes are reported, and the
@@ -38,7 +38,7 @@ func TestConvergePassesForIdempotentReconciler(t *testing.T) {
 	if rep.Runs != 1 {
 		t.Errorf("Runs = %d, want 1", rep.Runs)
 	}
-	want := []rt.Request{
+	want := []rt.APIRequest{
 		{Verb: rt.Create, Kind: "ConfigMap", Namespace: "ns", Name: "w-config"},
 		{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"},
 	}
@@ -115,7 +115,7 @@ func TestConvergeStepsTheClockForRequeueAfter(t *testing.T) {
 	r := &waitReconciler{Client: counter.Wrap(newFake(t, w)), clock: clk, at: start.Add(10 * time.Minute)}
 	rec := &recorder{}
 
-	rep := rt.Converge(rec, r, requestFor(w), rt.WithCounter(&counter), rt.WithClock(clk))
+	rep := rt.Converge(rec, r, requestFor(w), rt.WithCounter(&counter), rt.StepClock(clk))
 
 	wantNoFailure(t, rec)
 	if rep.Runs != 2 {

@@ -17,13 +17,22 @@ import (
 // value is ready to use, and it is safe for concurrent use. A Counter must
 // not be copied after first use.
 //
-// Wrap the client a reconciler uses, then read [Counter.Writes] to assert
-// that a run wrote nothing, or [Counter.Count] for one verb and kind.
-// Requests that failed are recorded too, with their error: a write the
-// server refused was still attempted.
+// It counts at one of two levels, with the same records ([APIRequest]) and
+// queries:
+//
+//   - [Counter.Wrap] wraps one client.Client: the requests of the code that
+//     uses that client, with the Go kind of each object. [Converge] uses it.
+//   - [Counter.WrapConfig] wraps a *rest.Config: every HTTP request of every
+//     client made from it, a whole manager's included (cache, client, API
+//     reader, events, leader election), with resource, status code and user
+//     agent.
+//
+// Read [Counter.Writes] to assert that a run wrote nothing, or
+// [Counter.Count] and [Counter.CountResource] for one verb. Requests that
+// failed are recorded too: a write the server refused was still attempted.
 type Counter struct {
 	mu       sync.Mutex
-	requests []Request
+	requests []APIRequest
 	// explain, while set, makes the counter describe what each write would
 	// change (see explainWrite); Converge sets it for the idempotency run.
 	explain bool
@@ -63,8 +72,15 @@ func (k *Counter) record(c *call) error {
 	return err
 }
 
+// add records a request seen at the transport.
+func (k *Counter) add(r APIRequest) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.requests = append(k.requests, r)
+}
+
 // Requests returns every request recorded so far, oldest first.
-func (k *Counter) Requests() []Request {
+func (k *Counter) Requests() []APIRequest {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return slices.Clone(k.requests)
@@ -72,14 +88,14 @@ func (k *Counter) Requests() []Request {
 
 // Writes returns the recorded requests that are writes (see [Verb.IsWrite]),
 // oldest first. A reconciler that has converged makes none.
-func (k *Counter) Writes() []Request {
+func (k *Counter) Writes() []APIRequest {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	return writes(k.requests)
 }
 
-func writes(rs []Request) []Request {
-	var w []Request
+func writes(rs []APIRequest) []APIRequest {
+	var w []APIRequest
 	for _, r := range rs {
 		if r.Verb.IsWrite() {
 			w = append(w, r)
@@ -115,7 +131,7 @@ func (k *Counter) String() string {
 	k.mu.Lock()
 	counts := map[string]int{}
 	for _, r := range k.requests {
-		counts[string(r.Verb)+" "+r.Kind]++
+		counts[string(r.Verb)+" "+r.what()]++
 	}
 	k.mu.Unlock()
 	keys := make([]string, 0, len(counts))
@@ -141,7 +157,7 @@ func (k *Counter) mark(explain bool) int {
 
 // since returns the requests recorded after mark n, with what each write
 // changed where that is known.
-func (k *Counter) since(n int) ([]Request, map[int]string) {
+func (k *Counter) since(n int) ([]APIRequest, map[int]string) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if n > len(k.requests) { // Reset was called in between.

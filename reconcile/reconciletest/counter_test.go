@@ -28,20 +28,20 @@ func TestCounterRecordsEachVerb(t *testing.T) {
 	tests := []struct {
 		name string
 		do   func(ctx context.Context, c client.Client) error
-		want rt.Request
+		want rt.APIRequest
 	}{
 		{"get", func(ctx context.Context, c client.Client) error {
 			return c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "w"}, &testapi.Widget{})
-		}, rt.Request{Verb: rt.Get, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.Get, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"list in a namespace", func(ctx context.Context, c client.Client) error {
 			return c.List(ctx, &testapi.WidgetList{}, client.InNamespace("ns"))
-		}, rt.Request{Verb: rt.List, Kind: "Widget", Namespace: "ns"}},
+		}, rt.APIRequest{Verb: rt.List, Kind: "Widget", Namespace: "ns"}},
 		{"list everywhere", func(ctx context.Context, c client.Client) error {
 			return c.List(ctx, &corev1.ConfigMapList{})
-		}, rt.Request{Verb: rt.List, Kind: "ConfigMap"}},
+		}, rt.APIRequest{Verb: rt.List, Kind: "ConfigMap"}},
 		{"create", func(ctx context.Context, c client.Client) error {
 			return c.Create(ctx, configMap("ns", "cm"))
-		}, rt.Request{Verb: rt.Create, Kind: "ConfigMap", Namespace: "ns", Name: "cm"}},
+		}, rt.APIRequest{Verb: rt.Create, Kind: "ConfigMap", Namespace: "ns", Name: "cm"}},
 		{"update", func(ctx context.Context, c client.Client) error {
 			var got testapi.Widget
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
@@ -49,16 +49,16 @@ func TestCounterRecordsEachVerb(t *testing.T) {
 			}
 			got.Spec.Message = "changed"
 			return c.Update(ctx, &got)
-		}, rt.Request{Verb: rt.Update, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.Update, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"patch", func(ctx context.Context, c client.Client) error {
 			return c.Patch(ctx, w.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"message":"p"}}`)))
-		}, rt.Request{Verb: rt.Patch, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.Patch, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"delete", func(ctx context.Context, c client.Client) error {
 			return c.Delete(ctx, w.DeepCopy())
-		}, rt.Request{Verb: rt.Delete, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.Delete, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"delete all of", func(ctx context.Context, c client.Client) error {
 			return c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace("ns"))
-		}, rt.Request{Verb: rt.DeleteAllOf, Kind: "ConfigMap", Namespace: "ns"}},
+		}, rt.APIRequest{Verb: rt.DeleteAllOf, Kind: "ConfigMap", Namespace: "ns"}},
 		{"status update", func(ctx context.Context, c client.Client) error {
 			var got testapi.Widget
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
@@ -66,17 +66,17 @@ func TestCounterRecordsEachVerb(t *testing.T) {
 			}
 			got.Status.Phase = "x"
 			return c.Status().Update(ctx, &got)
-		}, rt.Request{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"status patch", func(ctx context.Context, c client.Client) error {
 			return c.Status().Patch(ctx, w.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{"status":{"phase":"p"}}`)))
-		}, rt.Request{Verb: rt.StatusPatch, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.StatusPatch, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"get of a missing object is recorded with its error", func(ctx context.Context, c client.Client) error {
 			err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "missing"}, &corev1.ConfigMap{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Errorf("err = %v, want NotFound", err)
 			}
 			return nil
-		}, rt.Request{Verb: rt.Get, Kind: "ConfigMap", Namespace: "ns", Name: "missing"}},
+		}, rt.APIRequest{Verb: rt.Get, Kind: "ConfigMap", Namespace: "ns", Name: "missing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -182,15 +182,15 @@ func TestVerbIsWrite(t *testing.T) {
 // TestRequestString shows each shape of request description.
 func TestRequestString(t *testing.T) {
 	tests := []struct {
-		r    rt.Request
+		r    rt.APIRequest
 		want string
 	}{
-		{rt.Request{Verb: rt.Get, Kind: "Widget", Namespace: "ns", Name: "w"}, `get Widget "ns/w"`},
-		{rt.Request{Verb: rt.Get, Kind: "Namespace", Name: "ns"}, `get Namespace "ns"`},
-		{rt.Request{Verb: rt.List, Kind: "Widget", Namespace: "ns"}, `list Widget in namespace "ns"`},
-		{rt.Request{Verb: rt.List, Kind: "Widget"}, `list Widget`},
-		{rt.Request{Verb: rt.Get}, `get <unknown kind>`},
-		{rt.Request{Verb: rt.Update, Kind: "Widget", Name: "w", Err: errors.New("boom")}, `update Widget "w" (failed: boom)`},
+		{rt.APIRequest{Verb: rt.Get, Kind: "Widget", Namespace: "ns", Name: "w"}, `get Widget "ns/w"`},
+		{rt.APIRequest{Verb: rt.Get, Kind: "Namespace", Name: "ns"}, `get Namespace "ns"`},
+		{rt.APIRequest{Verb: rt.List, Kind: "Widget", Namespace: "ns"}, `list Widget in namespace "ns"`},
+		{rt.APIRequest{Verb: rt.List, Kind: "Widget"}, `list Widget`},
+		{rt.APIRequest{Verb: rt.Get}, `get <unknown kind>`},
+		{rt.APIRequest{Verb: rt.Update, Kind: "Widget", Name: "w", Err: errors.New("boom")}, `update Widget "w" (failed: boom)`},
 	}
 	for _, tt := range tests {
 		if got := tt.r.String(); got != tt.want {
@@ -215,7 +215,7 @@ func TestCounterWatchOnClientWithoutWatch(t *testing.T) {
 		t.Fatalf("Watch through a watching client: %v", err)
 	}
 	w.Stop()
-	want := []rt.Request{{Verb: rt.Watch, Kind: "ConfigMap"}, {Verb: rt.Watch, Kind: "ConfigMap", Namespace: "ns"}}
+	want := []rt.APIRequest{{Verb: rt.Watch, Kind: "ConfigMap"}, {Verb: rt.Watch, Kind: "ConfigMap", Namespace: "ns"}}
 	if diff := cmp.Diff(want, counter.Requests(), ignoreErr); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}

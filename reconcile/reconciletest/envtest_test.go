@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
 	rt "github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 var env testenv.Env
@@ -51,7 +51,7 @@ func TestAPIServerConvergePassesAndFollowsSpecChanges(t *testing.T) {
 
 	rep := rt.Converge(t, r, requestFor(w), rt.WithCounter(&counter))
 
-	want := []rt.Request{
+	want := []rt.APIRequest{
 		{Verb: rt.Create, Kind: "ConfigMap", Namespace: ns, Name: "w-config"},
 		{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: ns, Name: "w"},
 	}
@@ -70,7 +70,7 @@ func TestAPIServerConvergePassesAndFollowsSpecChanges(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep = rt.Converge(t, r, requestFor(w), rt.WithCounter(&counter))
-	want = []rt.Request{
+	want = []rt.APIRequest{
 		{Verb: rt.Patch, Kind: "ConfigMap", Namespace: ns, Name: "w-config"},
 		{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: ns, Name: "w"},
 	}
@@ -136,7 +136,7 @@ func TestAPIServerFaultsConvergeAndNeverReachTheServer(t *testing.T) {
 	base := env.Client(t)
 	ns := env.Namespace(t)
 	w := createWidget(t, base, ns, "hello")
-	faults := mustFaults(t, 1, rt.Sequence(rt.ServerError, rt.NoFault, rt.Conflict), rt.OnlyVerbs(rt.Create, rt.StatusUpdate))
+	faults := mustFaults(t, 1, rt.Sequence(rt.FaultServerError, rt.FaultNone, rt.FaultConflict), rt.OnlyVerbs(rt.Create, rt.StatusUpdate))
 	var counter rt.Counter
 	r := &widgetReconciler{Client: counter.Wrap(faults.Wrap(base))}
 
@@ -175,7 +175,11 @@ func TestAPIServerFaultsConvergeAndNeverReachTheServer(t *testing.T) {
 func TestAPIServerCounterWatch(t *testing.T) {
 	ns := env.Namespace(t)
 	var counter rt.Counter
-	_, err := counter.Wrap(env.Client(t)).Watch(t.Context(), &corev1.ConfigMapList{})
+	noWatch, err := client.New(env.Config, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = counter.Wrap(noWatch).Watch(t.Context(), &corev1.ConfigMapList{})
 	if !errors.Is(err, rt.ErrWatchUnsupported) {
 		t.Errorf("Watch through client.New's client: err = %v, want ErrWatchUnsupported", err)
 	}
@@ -216,7 +220,7 @@ func TestAPIServerCounterRecordsApply(t *testing.T) {
 			if err := c.Apply(t.Context(), tt.ac, client.FieldOwner("reconciletest")); err != nil {
 				t.Fatalf("apply: %v", err)
 			}
-			want := []rt.Request{{Verb: rt.Apply, Kind: "ConfigMap", Namespace: ns, Name: tt.name}}
+			want := []rt.APIRequest{{Verb: rt.Apply, Kind: "ConfigMap", Namespace: ns, Name: tt.name}}
 			if diff := cmp.Diff(want, counter.Writes()); diff != "" {
 				t.Errorf("writes (-want +got):\n%s", diff)
 			}

@@ -3,12 +3,22 @@ package reconciletest_test
 import (
 	"context"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	eventsv1client "k8s.io/client-go/kubernetes/typed/events/v1"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -98,15 +108,15 @@ func (w *waiter) Reconcile(context.Context, reconcile.Request) (reconcile.Result
 	return reconcile.Result{}, nil
 }
 
-// WithClock lets Converge step the fake clock the reconciler reads, so a
+// StepClock lets Converge step the fake clock the reconciler reads, so a
 // reconciler that waits for a time converges without sleeping.
-func ExampleWithClock() {
+func ExampleStepClock() {
 	start := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(start)
 	r := &waiter{clock: clk, at: start.Add(90 * time.Minute)}
 
 	rep := reconciletest.Converge(exampleT{}, r, reconcile.Request{},
-		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.WithClock(clk))
+		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.StepClock(clk))
 	fmt.Println("runs:", rep.Runs)
 	fmt.Println("clock:", clk.Now().Format(time.Kitchen))
 	// Output:
@@ -141,7 +151,7 @@ func ExampleCounter() {
 func ExampleSequence() {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}}
 	faults, err := reconciletest.NewFaultInjector(1,
-		reconciletest.Sequence(reconciletest.Conflict, reconciletest.NoFault, reconciletest.Throttle),
+		reconciletest.Sequence(reconciletest.FaultConflict, reconciletest.FaultNone, reconciletest.FaultThrottle),
 		reconciletest.OnlyVerbs(reconciletest.Update))
 	if err != nil {
 		fmt.Println(err)
@@ -165,7 +175,7 @@ func ExampleSequence() {
 
 // Rate makes a fraction of requests fail, the same ones for the same seed.
 func ExampleRate() {
-	faults, err := reconciletest.NewFaultInjector(42, reconciletest.Rate(0.25, reconciletest.ServerError))
+	faults, err := reconciletest.NewFaultInjector(42, reconciletest.Rate(0.25, reconciletest.FaultServerError))
 	if err != nil {
 		fmt.Println(err)
 		return
@@ -181,4 +191,85 @@ func ExampleRate() {
 	// Output:
 	// 256 of 1000 requests failed
 	// reconciletest: invalid fault option: rate 1.5 is not between 0 and 1
+}
+
+// WrapConfig counts every request of every client made from a config at
+// the transport: here two clientsets, one for ConfigMaps and one for
+// events; a manager's cache, client, API reader, event recorder and leader
+// election are counted the same way when the manager is made from the
+// wrapped config.
+func ExampleCounter_WrapConfig() {
+	// A stand-in API server that accepts everything.
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.Method == http.MethodPost {
+			w.WriteHeader(http.StatusCreated)
+		}
+		fmt.Fprint(w, `{"metadata":{"name":"cfg","namespace":"default"}}`)
+	}))
+	defer srv.Close()
+
+	var counter reconciletest.Counter
+	cfg := counter.WrapConfig(&rest.Config{Host: srv.URL})
+	ctx := context.Background()
+
+	configMaps := kubernetes.NewForConfigOrDie(cfg).CoreV1().ConfigMaps("default")
+	cm, _ := configMaps.Get(ctx, "cfg", metav1.GetOptions{})
+	_, _ = configMaps.Update(ctx, cm, metav1.UpdateOptions{})
+	events := eventsv1client.NewForConfigOrDie(cfg).Events("default")
+	_, _ = events.Create(ctx, &eventsv1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, metav1.CreateOptions{})
+
+	fmt.Print(counter.String())
+	for _, r := range counter.Writes() {
+		fmt.Println(r.Method, r.Path, r.Code)
+	}
+	// Output:
+	// create events.events.k8s.io: 1
+	// get configmaps: 1
+	// update configmaps: 1
+	// PUT /api/v1/namespaces/default/configmaps/cfg 200
+	// POST /apis/events.k8s.io/v1/namespaces/default/events 201
+}
+
+// A CacheDelay holds every watch event back; with a fake clock, a test
+// decides when the cache catches up.
+func ExampleCacheDelay() {
+	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
+	delay := &reconciletest.CacheDelay{Delay: time.Minute, Clock: clk}
+	server := watch.NewFake() // stands for the API server's watch
+	lw := delay.WrapListerWatcher(&toolscache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.ConfigMapList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return server, nil },
+	})
+	w, _ := lw.Watch(metav1.ListOptions{})
+	defer w.Stop()
+
+	server.Modify(&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "cfg", ResourceVersion: "2"}})
+	// The event is on its way in; wait until the delay holds it.
+	_ = wait.PollUntilContextTimeout(context.Background(), time.Millisecond, time.Minute, true,
+		func(context.Context) (bool, error) { return delay.Pending() == 1, nil })
+	fmt.Println("held:", delay.Pending())
+	clk.Step(time.Minute)
+	ev := <-w.ResultChan()
+	fmt.Println("delivered:", ev.Type, ev.Object.(*corev1.ConfigMap).ResourceVersion)
+	// Output:
+	// held: 1
+	// delivered: MODIFIED 2
+}
+
+// A ReconcileCounter counts runs per object; under a manager, wrap the
+// reconciler given to the controller builder.
+func ExampleReconcileCounter() {
+	var runs reconciletest.ReconcileCounter
+	r := runs.Wrap(reconcile.Func(func(context.Context, reconcile.Request) (reconcile.Result, error) {
+		return reconcile.Result{}, nil
+	}))
+	a := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: "a"}}
+	b := reconcile.Request{NamespacedName: client.ObjectKey{Namespace: "default", Name: "b"}}
+	for _, req := range []reconcile.Request{a, b, a} {
+		_, _ = r.Reconcile(context.Background(), req)
+	}
+	fmt.Println("a:", runs.Count(a.NamespacedName), "b:", runs.Count(b.NamespacedName), "total:", runs.Total())
+	// Output:
+	// a: 2 b: 1 total: 3
 }

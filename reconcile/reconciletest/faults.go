@@ -23,28 +23,28 @@ type Fault string
 // sending the request: the server never sees a request that failed this
 // way.
 const (
-	// NoFault lets the request through; it fills gaps in a [Sequence].
-	NoFault Fault = "none"
-	// Conflict is 409 Conflict, as when an update carries a stale
+	// FaultNone lets the request through; it fills gaps in a [Sequence].
+	FaultNone Fault = "none"
+	// FaultConflict is 409 Conflict, as when an update carries a stale
 	// resourceVersion (apierrors.IsConflict).
-	Conflict Fault = "conflict"
-	// Throttle is 429 Too Many Requests with a Retry-After delay (see
-	// [RetryAfter]), as from API priority and fairness
+	FaultConflict Fault = "conflict"
+	// FaultThrottle is 429 Too Many Requests with a Retry-After delay (see
+	// [ThrottleDelay]), as from API priority and fairness
 	// (apierrors.IsTooManyRequests, apierrors.SuggestsClientDelay).
-	Throttle Fault = "throttle"
-	// ServerError is 500 Internal Server Error (apierrors.IsInternalError).
-	ServerError Fault = "server-error"
-	// Timeout is 504 Gateway Timeout: the server gave up on the request
+	FaultThrottle Fault = "throttle"
+	// FaultServerError is 500 Internal Server Error (apierrors.IsInternalError).
+	FaultServerError Fault = "server-error"
+	// FaultTimeout is 504 Gateway Timeout: the server gave up on the request
 	// (apierrors.IsTimeout), with a Retry-After delay.
-	Timeout Fault = "timeout"
-	// DeadlineExceeded is a client-side timeout: the error wraps
+	FaultTimeout Fault = "timeout"
+	// FaultDeadlineExceeded is a client-side timeout: the error wraps
 	// context.DeadlineExceeded inside a *url.Error, as client-go returns
 	// when a request's context expires.
-	DeadlineExceeded Fault = "deadline-exceeded"
+	FaultDeadlineExceeded Fault = "deadline-exceeded"
 )
 
 // allFaults is what [Rate] chooses from when given no faults.
-var allFaults = []Fault{Conflict, Throttle, ServerError, Timeout, DeadlineExceeded}
+var allFaults = []Fault{FaultConflict, FaultThrottle, FaultServerError, FaultTimeout, FaultDeadlineExceeded}
 
 // ErrInvalidFaultOption is wrapped by the error [NewFaultInjector] returns
 // for options that cannot work.
@@ -67,8 +67,9 @@ type faultOptions struct {
 
 // Rate makes each request that matches the filters fail with probability
 // fraction (0 to 1), with a fault chosen evenly among faults; with no faults
-// it chooses among all of them (Conflict, Throttle, ServerError, Timeout,
-// DeadlineExceeded). It cannot be combined with [Sequence].
+// it chooses among all of them ([FaultConflict], [FaultThrottle],
+// [FaultServerError], [FaultTimeout], [FaultDeadlineExceeded]). It cannot be
+// combined with [Sequence].
 func Rate(fraction float64, faults ...Fault) FaultOption {
 	return func(o *faultOptions) {
 		if math.IsNaN(fraction) || fraction < 0 || fraction > 1 {
@@ -79,7 +80,7 @@ func Rate(fraction float64, faults ...Fault) FaultOption {
 }
 
 // Sequence makes the n-th request that matches the filters fail with
-// faults[n] ([NoFault] lets it through); requests after the end of the
+// faults[n] ([FaultNone] lets it through); requests after the end of the
 // sequence succeed. It cannot be combined with [Rate].
 func Sequence(faults ...Fault) FaultOption {
 	return func(o *faultOptions) {
@@ -101,12 +102,12 @@ func OnlyKinds(kinds ...string) FaultOption {
 	return func(o *faultOptions) { o.kinds = append(o.kinds, kinds...) }
 }
 
-// RetryAfter sets the delay the server suggests with [Throttle] and
-// [Timeout] faults, in whole seconds (rounded up); the default is 1s.
-func RetryAfter(d time.Duration) FaultOption {
+// ThrottleDelay sets the delay the server suggests with [FaultThrottle] and
+// [FaultTimeout] faults, in whole seconds (rounded up); the default is 1s.
+func ThrottleDelay(d time.Duration) FaultOption {
 	return func(o *faultOptions) {
 		if d <= 0 {
-			o.problems = append(o.problems, fmt.Sprintf("retry-after %v is not positive", d))
+			o.problems = append(o.problems, fmt.Sprintf("throttle delay %v is not positive", d))
 		}
 		o.retryAfter = d
 	}
@@ -117,7 +118,7 @@ type Injection struct {
 	// Fault is what was injected.
 	Fault Fault
 	// Request is the request that failed; its Err is the injected error.
-	Request Request
+	Request APIRequest
 }
 
 // FaultInjector wraps clients so that chosen requests fail. Which requests
@@ -150,7 +151,7 @@ func NewFaultInjector(seed uint64, opts ...FaultOption) (*FaultInjector, error) 
 		o.faults = allFaults
 	}
 	for _, f := range slices.Concat(o.faults, o.sequence) {
-		if !slices.Contains(allFaults, f) && f != NoFault {
+		if !slices.Contains(allFaults, f) && f != FaultNone {
 			o.problems = append(o.problems, fmt.Sprintf("unknown fault %q", f))
 		}
 	}
@@ -174,7 +175,7 @@ func (f *FaultInjector) inject(c *call) error {
 		return c.do()
 	}
 	fault := f.choose()
-	if fault == NoFault {
+	if fault == FaultNone {
 		return c.do()
 	}
 	err := f.faultError(fault, c)
@@ -185,7 +186,7 @@ func (f *FaultInjector) inject(c *call) error {
 	return err
 }
 
-func (f *FaultInjector) matches(r Request) bool {
+func (f *FaultInjector) matches(r APIRequest) bool {
 	return (len(f.opts.verbs) == 0 || slices.Contains(f.opts.verbs, r.Verb)) &&
 		(len(f.opts.kinds) == 0 || slices.Contains(f.opts.kinds, r.Kind))
 }
@@ -195,7 +196,7 @@ func (f *FaultInjector) choose() Fault {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.paused {
-		return NoFault
+		return FaultNone
 	}
 	n := f.matched
 	f.matched++
@@ -209,7 +210,7 @@ func (f *FaultInjector) choose() Fault {
 			return f.opts.faults[f.rng.IntN(len(f.opts.faults))]
 		}
 	}
-	return NoFault
+	return FaultNone
 }
 
 const injectedMessage = "injected by reconciletest"
@@ -217,21 +218,21 @@ const injectedMessage = "injected by reconciletest"
 func (f *FaultInjector) faultError(fault Fault, c *call) error {
 	secs := int((f.opts.retryAfter + time.Second - 1) / time.Second)
 	switch fault {
-	case Conflict:
+	case FaultConflict:
 		return apierrors.NewConflict(groupResource(c.c, c.obj), c.req.Name, errors.New(injectedMessage))
-	case Throttle:
+	case FaultThrottle:
 		return apierrors.NewTooManyRequests(injectedMessage, secs)
-	case ServerError:
+	case FaultServerError:
 		return apierrors.NewInternalError(errors.New(injectedMessage))
-	case Timeout:
+	case FaultTimeout:
 		return apierrors.NewTimeoutError(injectedMessage, secs)
-	default: // DeadlineExceeded; NewFaultInjector rejected anything else.
+	default: // FaultDeadlineExceeded; NewFaultInjector rejected anything else.
 		return &url.Error{Op: httpMethod(c.req.Verb), URL: "reconciletest://" + string(c.req.Verb) + "/" + c.req.Kind, Err: context.DeadlineExceeded}
 	}
 }
 
 // httpMethod is the HTTP method client-go uses for a verb, for the
-// *url.Error of a DeadlineExceeded fault.
+// *url.Error of a FaultDeadlineExceeded fault.
 func httpMethod(v Verb) string {
 	base, _, _ := strings.Cut(string(v), "/")
 	switch Verb(base) {

@@ -27,14 +27,14 @@ func mustFaults(t testing.TB, seed uint64, opts ...rt.FaultOption) *rt.FaultInje
 }
 
 // outcomes sends n Gets through a fresh injector and returns the fault each
-// got (NoFault for success).
+// got (FaultNone for success).
 func outcomes(t testing.TB, seed uint64, n int, opts ...rt.FaultOption) []rt.Fault {
 	t.Helper()
 	f := mustFaults(t, seed, opts...)
 	c := f.Wrap(newFake(t, configMap("ns", "cm")))
 	got := make([]rt.Fault, n)
 	for i := range got {
-		got[i] = rt.NoFault
+		got[i] = rt.FaultNone
 		before := len(f.Injected())
 		err := c.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "cm"}, &corev1.ConfigMap{})
 		if inj := f.Injected(); len(inj) > before {
@@ -65,7 +65,7 @@ func TestFaultInjectionIsDeterministicFromSeed(t *testing.T) {
 	for _, f := range a {
 		kinds[f]++
 	}
-	for _, f := range []rt.Fault{rt.Conflict, rt.Throttle, rt.ServerError, rt.Timeout, rt.DeadlineExceeded} {
+	for _, f := range []rt.Fault{rt.FaultConflict, rt.FaultThrottle, rt.FaultServerError, rt.FaultTimeout, rt.FaultDeadlineExceeded} {
 		if kinds[f] == 0 {
 			t.Errorf("Rate with no faults listed never injected %q in 500 requests: %v", f, kinds)
 		}
@@ -80,7 +80,7 @@ func TestFaultRateIsRespected(t *testing.T) {
 	for _, rate := range []float64{0, 0.01, 0.1, 0.3, 0.5, 0.9, 1} {
 		for _, seed := range []uint64{1, 2, 3} {
 			t.Run(fmt.Sprintf("rate=%v/seed=%d", rate, seed), func(t *testing.T) {
-				f := mustFaults(t, seed, rt.Rate(rate, rt.Conflict))
+				f := mustFaults(t, seed, rt.Rate(rate, rt.FaultConflict))
 				c := f.Wrap(newFake(t, configMap("ns", "cm")))
 				for range n {
 					_ = c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "cm"}, &corev1.ConfigMap{})
@@ -105,24 +105,24 @@ func TestFaultErrorsLookLikeTheServers(t *testing.T) {
 		fault rt.Fault
 		check func(error) bool
 	}{
-		{rt.Conflict, func(err error) bool {
+		{rt.FaultConflict, func(err error) bool {
 			var se *apierrors.StatusError
 			return apierrors.IsConflict(err) && errors.As(err, &se) && se.ErrStatus.Details.Kind == "configmaps"
 		}},
-		{rt.Throttle, func(err error) bool {
+		{rt.FaultThrottle, func(err error) bool {
 			d, ok := apierrors.SuggestsClientDelay(err)
 			return apierrors.IsTooManyRequests(err) && ok && d == 3
 		}},
-		{rt.ServerError, apierrors.IsInternalError},
-		{rt.Timeout, func(err error) bool {
+		{rt.FaultServerError, apierrors.IsInternalError},
+		{rt.FaultTimeout, func(err error) bool {
 			d, ok := apierrors.SuggestsClientDelay(err)
 			return apierrors.IsTimeout(err) && ok && d == 3
 		}},
-		{rt.DeadlineExceeded, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }},
+		{rt.FaultDeadlineExceeded, func(err error) bool { return errors.Is(err, context.DeadlineExceeded) }},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.fault), func(t *testing.T) {
-			f := mustFaults(t, 1, rt.Sequence(tt.fault), rt.RetryAfter(2500*time.Millisecond))
+			f := mustFaults(t, 1, rt.Sequence(tt.fault), rt.ThrottleDelay(2500*time.Millisecond))
 			c := f.Wrap(newFake(t))
 			err := c.Create(t.Context(), configMap("ns", "cm"))
 			if !tt.check(err) {
@@ -135,7 +135,7 @@ func TestFaultErrorsLookLikeTheServers(t *testing.T) {
 // TestFaultRetryAfterDefaultsToOneSecond: without RetryAfter, throttling
 // and server timeouts suggest a one-second delay.
 func TestFaultRetryAfterDefaultsToOneSecond(t *testing.T) {
-	for _, fault := range []rt.Fault{rt.Throttle, rt.Timeout} {
+	for _, fault := range []rt.Fault{rt.FaultThrottle, rt.FaultTimeout} {
 		c := mustFaults(t, 1, rt.Sequence(fault)).Wrap(newFake(t))
 		err := c.List(t.Context(), &corev1.ConfigMapList{})
 		if d, ok := apierrors.SuggestsClientDelay(err); !ok || d != 1 {
@@ -148,7 +148,7 @@ func TestFaultRetryAfterDefaultsToOneSecond(t *testing.T) {
 // the filters select, others pass without advancing it, and a failed write
 // never reaches the server.
 func TestFaultSequenceAndFilters(t *testing.T) {
-	f := mustFaults(t, 1, rt.Sequence(rt.Conflict, rt.NoFault, rt.ServerError), rt.OnlyVerbs(rt.Create), rt.OnlyKinds("ConfigMap"))
+	f := mustFaults(t, 1, rt.Sequence(rt.FaultConflict, rt.FaultNone, rt.FaultServerError), rt.OnlyVerbs(rt.Create), rt.OnlyKinds("ConfigMap"))
 	base := newFake(t)
 	c := f.Wrap(base)
 	ctx := t.Context()
@@ -192,10 +192,10 @@ func TestNewFaultInjectorRejectsBadOptions(t *testing.T) {
 		{"negative rate", []rt.FaultOption{rt.Rate(-0.1)}},
 		{"rate above one", []rt.FaultOption{rt.Rate(1.5)}},
 		{"NaN rate", []rt.FaultOption{rt.Rate(math.NaN())}},
-		{"rate and sequence", []rt.FaultOption{rt.Rate(0.1), rt.Sequence(rt.Conflict)}},
+		{"rate and sequence", []rt.FaultOption{rt.Rate(0.1), rt.Sequence(rt.FaultConflict)}},
 		{"unknown fault in rate", []rt.FaultOption{rt.Rate(0.1, "explode")}},
-		{"unknown fault in sequence", []rt.FaultOption{rt.Sequence(rt.Conflict, "")}},
-		{"zero retry-after", []rt.FaultOption{rt.Rate(0.1), rt.RetryAfter(0)}},
+		{"unknown fault in sequence", []rt.FaultOption{rt.Sequence(rt.FaultConflict, "")}},
+		{"zero throttle delay", []rt.FaultOption{rt.Rate(0.1), rt.ThrottleDelay(0)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -214,7 +214,7 @@ func TestFaultInjectorWithoutRateOrSequenceInjectsNothing(t *testing.T) {
 	got := outcomes(t, 1, 20)
 	want := make([]rt.Fault, 20)
 	for i := range want {
-		want[i] = rt.NoFault
+		want[i] = rt.FaultNone
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
@@ -235,7 +235,7 @@ func TestFaultInjectionConcurrentUse(t *testing.T) {
 	sequential := outcomes(t, 9, goroutines*each, rt.Rate(0.25))
 	wantInjected := 0
 	for _, f := range sequential {
-		if f != rt.NoFault {
+		if f != rt.FaultNone {
 			wantInjected++
 		}
 	}

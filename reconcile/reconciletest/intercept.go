@@ -14,7 +14,7 @@ type call struct {
 	ctx context.Context
 	// c is the wrapped (inner) client.
 	c   client.Client
-	req Request
+	req APIRequest
 	// obj is the object or list the request is about; nil for Apply.
 	obj runtime.Object
 	// patch is the patch of a Patch request.
@@ -29,7 +29,7 @@ type hook func(c *call) error
 
 // intercept wraps c so that every request goes through h.
 func intercept(c client.Client, h hook) client.WithWatch {
-	run := func(ctx context.Context, inner client.Client, req Request, obj runtime.Object, patch client.Patch, do func() error) error {
+	run := func(ctx context.Context, inner client.Client, req APIRequest, obj runtime.Object, patch client.Patch, do func() error) error {
 		return h(&call{ctx: ctx, c: inner, req: req, obj: obj, patch: patch, do: do})
 	}
 	return interceptor.NewClient(withWatch(c), interceptor.Funcs{

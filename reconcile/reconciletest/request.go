@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -56,32 +57,60 @@ func (v Verb) IsWrite() bool {
 	return false
 }
 
-// Request describes one call made through a wrapped client.
-type Request struct {
+// APIRequest describes one request to the API server: a call made through
+// a client that a [Counter] wraps (see [Counter.Wrap]), or an HTTP request
+// seen at the transport (see [Counter.WrapConfig]). Both fill Verb,
+// Namespace, Name and Err; each fills what it can know besides: a client
+// knows the object's Kind, the transport knows the HTTP exchange (Method,
+// Resource, Path, Code, UserAgent).
+type APIRequest struct {
 	// Verb is what was asked.
 	Verb Verb
 	// Kind is the object's kind ("ConfigMap", "Widget"); for a list or a
 	// watch, the kind of its items. It is "" when the client's scheme does
-	// not know the object's type.
+	// not know the object's type, and for requests counted at the
+	// transport, which name a resource instead.
 	Kind string
 	// Namespace and Name identify the object; Name is "" for list, watch
-	// and deletecollection.
+	// and deletecollection, and at the transport for create, whose URL
+	// names no object (its body does). A Namespace object has Name only.
 	Namespace, Name string
-	// Err is the error the call returned, nil on success.
+	// Err is the error the call returned, nil on success. At the
+	// transport it is an error that got no response at all (connection
+	// refused, canceled); a response the server refused has its Code.
 	Err error
+
+	// Method is the HTTP method ("GET", "PATCH"); transport only.
+	Method string
+	// Resource is the API resource the request addressed, with its group:
+	// {Group: "apps", Resource: "deployments"}; {Resource: "configmaps"}
+	// for the core group. Transport only; empty for a request that names
+	// no resource (discovery, /version).
+	Resource schema.GroupResource
+	// Path is the URL path, without the query ("/api/v1/namespaces/ns/
+	// configmaps/cm"); transport only.
+	Path string
+	// Code is the HTTP status code of the response (200, 409, ...);
+	// transport only, 0 when there was no response.
+	Code int
+	// UserAgent is the User-Agent header, which tells apart the clients of
+	// one process: a controller-runtime manager's requests carry the
+	// binary's name, and its leader election appends "/leader-election".
+	// Transport only.
+	UserAgent string
 }
 
 // String describes the request in one line, for example
-// `update/status Widget "ns/w"`, followed by the error if it failed.
-func (r Request) String() string {
+// `update/status Widget "ns/w"`, followed by the error if it failed. A
+// request counted at the transport names its resource instead of its kind
+// (`patch/status widgets.testing.reconcilekit.io "ns/w"`), or its path when
+// it names no resource (`get /apis`), and a refused one says its status
+// code: `(failed: 409 Conflict)`.
+func (r APIRequest) String() string {
 	var b strings.Builder
 	b.WriteString(string(r.Verb))
 	b.WriteByte(' ')
-	if r.Kind == "" {
-		b.WriteString("<unknown kind>")
-	} else {
-		b.WriteString(r.Kind)
-	}
+	b.WriteString(r.what())
 	switch {
 	case r.Name != "" && r.Namespace != "":
 		fmt.Fprintf(&b, " %q", r.Namespace+"/"+r.Name)
@@ -90,39 +119,56 @@ func (r Request) String() string {
 	case r.Namespace != "":
 		fmt.Fprintf(&b, " in namespace %q", r.Namespace)
 	}
-	if r.Err != nil {
+	switch {
+	case r.Err != nil:
 		fmt.Fprintf(&b, " (failed: %v)", r.Err)
+	case r.Code >= 400:
+		fmt.Fprintf(&b, " (failed: %d %s)", r.Code, http.StatusText(r.Code))
 	}
 	return b.String()
 }
 
+// what names what the request is about: its kind, else its resource, else
+// its path.
+func (r APIRequest) what() string {
+	switch {
+	case r.Kind != "":
+		return r.Kind
+	case r.Resource.Resource != "":
+		return r.Resource.String()
+	case r.Path != "":
+		return r.Path
+	}
+	return "<unknown kind>"
+}
+
 // objectRequest describes a request about one object.
-func objectRequest(c client.Client, v Verb, obj client.Object) Request {
-	return Request{Verb: v, Kind: kindOf(c, obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
+func objectRequest(c client.Client, v Verb, obj client.Object) APIRequest {
+	return APIRequest{Verb: v, Kind: kindOf(c, obj), Namespace: obj.GetNamespace(), Name: obj.GetName()}
 }
 
 // keyRequest describes a Get, whose object may still be empty.
-func keyRequest(c client.Client, obj client.Object, key client.ObjectKey) Request {
-	return Request{Verb: Get, Kind: kindOf(c, obj), Namespace: key.Namespace, Name: key.Name}
+func keyRequest(c client.Client, obj client.Object, key client.ObjectKey) APIRequest {
+	return APIRequest{Verb: Get, Kind: kindOf(c, obj), Namespace: key.Namespace, Name: key.Name}
 }
 
 // listRequest describes a List or Watch: the kind of the items, and the
 // namespace the options restrict it to.
-func listRequest(c client.Client, v Verb, list client.ObjectList, opts []client.ListOption) Request {
+func listRequest(c client.Client, v Verb, list client.ObjectList, opts []client.ListOption) APIRequest {
 	var lo client.ListOptions
 	lo.ApplyOptions(opts)
-	return Request{Verb: v, Kind: strings.TrimSuffix(kindOf(c, list), "List"), Namespace: lo.Namespace}
+	return APIRequest{Verb: v, Kind: strings.TrimSuffix(kindOf(c, list), "List"), Namespace: lo.Namespace}
 }
 
 // deleteAllOfRequest describes a DeleteAllOf.
-func deleteAllOfRequest(c client.Client, obj client.Object, opts []client.DeleteAllOfOption) Request {
+func deleteAllOfRequest(c client.Client, obj client.Object, opts []client.DeleteAllOfOption) APIRequest {
 	var o client.DeleteAllOfOptions
 	o.ApplyOptions(opts)
 	ns := o.Namespace
 	if ns == "" {
 		ns = obj.GetNamespace()
 	}
-	return Request{Verb: DeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
+	return APIRequest{Verb: DeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
 }
 
 // applyConfiguration is what client-go's generated apply configurations
@@ -143,8 +189,8 @@ type unstructuredApplyConfiguration interface {
 }
 
 // applyRequest describes an Apply.
-func applyRequest(v Verb, obj runtime.ApplyConfiguration) Request {
-	r := Request{Verb: v}
+func applyRequest(v Verb, obj runtime.ApplyConfiguration) APIRequest {
+	r := APIRequest{Verb: v}
 	switch ac := obj.(type) {
 	case applyConfiguration:
 		r.Kind, r.Namespace, r.Name = deref(ac.GetKind()), deref(ac.GetNamespace()), deref(ac.GetName())

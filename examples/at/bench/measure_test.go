@@ -71,7 +71,7 @@ const failed reconciletest.Verb = "(failed)"
 
 // countWrites counts the writes the server accepted by verb, and under
 // failed those it refused.
-func countWrites(ws []reconciletest.Request) map[reconciletest.Verb]int {
+func countWrites(ws []reconciletest.APIRequest) map[reconciletest.Verb]int {
 	m := map[reconciletest.Verb]int{}
 	for _, w := range ws {
 		if w.Err != nil {

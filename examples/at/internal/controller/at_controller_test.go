@@ -28,8 +28,8 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
-	"github.com/reconcilekit/reconcilekit/internal/testenv"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/status"
 )
 

@@ -8,8 +8,14 @@ import (
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
-// Requests counts the requests of a client, with reconciletest's Counter,
-// for tests that assert how many requests of each verb an operation sent.
+// Requests is a [reconciletest.Counter] that also sums its requests by verb,
+// for tests that assert what one operation sent:
+//
+//	c, reqs := env.CountingClient(t)
+//	... // the operation
+//	if diff := cmp.Diff(map[string]int{"patch/status": 1}, reqs.Snapshot()); diff != "" { ... }
+//
+// Its zero value is ready to use.
 type Requests struct {
 	reconciletest.Counter
 }
@@ -33,18 +39,13 @@ func (r *Requests) Snapshot() map[string]int {
 
 // CountingClient returns a new uncached client to the API server whose
 // requests are counted.
-func (e *Env) CountingClient(t testing.TB) (client.Client, *Requests) {
+func (e *Env) CountingClient(t testing.TB) (client.WithWatch, *Requests) {
 	t.Helper()
-	e.Require(t)
-	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
-	if err != nil {
-		t.Fatalf("testenv: new client: %v", err)
-	}
-	return WithCounting(c)
+	return WithCounting(e.Client(t))
 }
 
 // WithCounting wraps c so that its requests are counted.
-func WithCounting(c client.Client) (client.Client, *Requests) {
+func WithCounting(c client.Client) (client.WithWatch, *Requests) {
 	r := &Requests{}
 	return r.Wrap(c), r
 }

@@ -1,34 +1,51 @@
-// Command envtest-assets obtains the kube-apiserver, etcd and kubectl
-// binaries that controller-runtime's envtest uses, using nothing but the Go module proxy,
-// and prints the directory that holds them (suitable for KUBEBUILDER_ASSETS).
+// Command envtest-assets obtains the kube-apiserver, etcd and kubectl binaries
+// that controller-runtime's envtest runs, from nothing but the Go module
+// proxy, and prints the directory that holds them: the value for
+// KUBEBUILDER_ASSETS.
 //
-// setup-envtest downloads prebuilt binaries from a bucket that many CI systems
-// (and this project's own machines) cannot reach; the Go module proxy is
-// reachable almost everywhere. k8s.io/kubernetes cannot be "go install"ed,
-// because its go.mod replaces its staging modules with ./staging/...
-// directories that the module zip does not make usable. So for each binary
-// this command writes a small wrapper module that requires the upstream
-// module and turns every local-path replace of a required module into a
-// replace by the published version, then runs "go build" in it.
+//	export KUBEBUILDER_ASSETS=$(go run github.com/reconcilekit/reconcilekit/cmd/envtest-assets@latest)
+//	go test ./...
 //
-// The wrapper modules live in the cache directory, never in the library's
-// go.mod: users of reconcilekit never inherit k8s.io/kubernetes or etcd.
+// Inside a module that requires reconcilekit, drop the @latest to use the
+// version in its go.mod. The first run builds the binaries and takes time:
+// about 10 minutes on 2 cores for kube-apiserver, about 1.5 minutes for etcd,
+// and a few minutes more for kubectl. Later runs print the cached directory
+// at once.
+//
+// setup-envtest downloads prebuilt binaries from a bucket that many CI
+// systems cannot reach; the Go module proxy is reachable almost everywhere.
+// k8s.io/kubernetes cannot be "go install"ed, because its go.mod replaces its
+// staging modules with ./staging/... directories that the module zip does not
+// make usable. So for each binary this command writes a small wrapper module
+// that requires the upstream module and turns every local-path replace of a
+// required module into a replace by the published version, then runs
+// "go build" in it with CGO_ENABLED=0.
+//
+// The wrapper modules live in the cache directory, never in your go.mod: no
+// package of k8s.io/kubernetes or of etcd's server is compiled into
+// reconcilekit or into your tests.
 //
 // Behaviour:
 //
-//   - If KUBEBUILDER_ASSETS is set and holds kube-apiserver and etcd, it is
-//     printed and nothing is built.
+//   - If KUBEBUILDER_ASSETS is set and holds kube-apiserver and etcd (from
+//     setup-envtest, say), it is printed and nothing is built.
 //   - Otherwise binaries are cached under
 //     <user cache dir>/reconcilekit/envtest/k8s-<version>_etcd-<version>
 //     (override with -dir or RECONCILEKIT_ENVTEST_DIR) and reused when
 //     present; only a missing binary is built.
+//   - Versions are pinned: -kube and -etcd, or RECONCILEKIT_KUBE_VERSION and
+//     RECONCILEKIT_ETCD_VERSION; the defaults are the versions reconcilekit
+//     is tested with.
+//   - Every module is resolved before anything is built, so an unknown
+//     version or an unreachable proxy fails in seconds with one error line
+//     and a non-zero exit status.
 //   - A binary is built to a temporary name and renamed into place only when
 //     the build succeeded, so a half-built binary is never used.
 //   - Progress goes to stderr; the asset directory is the only line on stdout.
 //
 // Usage:
 //
-//	go run ./internal/cmd/envtest-assets [-kube v1.37.1] [-etcd v3.6.16] [-controller-manager]
+//	envtest-assets [-kube v1.37.1] [-etcd v3.6.16] [-dir DIR] [-controller-manager] [-kwok v0.8.0]
 package main
 
 import (
@@ -114,15 +131,13 @@ func run(ctx context.Context, kube, etcd, dir string, kcm bool, kwok string, log
 		}
 		cache = d
 	}
-	if err := os.MkdirAll(cache, 0o755); err != nil {
-		return "", err
-	}
 
 	kubeMod := module{path: "k8s.io/kubernetes", version: kube, localVersion: stagingVersion}
 	ldflags := kubeLDFlags(kube, m[1])
 	targets := []target{
 		{name: "etcd", mod: module{path: "go.etcd.io/etcd/server/v3", version: etcd}, pkg: "go.etcd.io/etcd/server/v3",
-			ldflags: "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=reconcilekit"},
+			ldflags: "-s -w -X go.etcd.io/etcd/api/v3/version.GitSHA=reconcilekit",
+			hint:    "about 1.5 minutes on 2 cores"},
 		{name: "kube-apiserver", mod: kubeMod, pkg: "k8s.io/kubernetes/cmd/kube-apiserver", ldflags: ldflags,
 			hint: "a cold build takes about 10 minutes on 2 cores"},
 		// envtest's standard asset set includes kubectl; the At example's
@@ -139,19 +154,28 @@ func run(ctx context.Context, kube, etcd, dir string, kcm bool, kwok string, log
 			pkg: "sigs.k8s.io/kwok/cmd/kwok", ldflags: "-s -w",
 			hint: "about 2 minutes on 2 cores"})
 	}
-	var missing []target
+	var missing, cached []target
 	for _, t := range targets {
 		if envtestassets.Complete(cache, t.name) {
-			log("%s: cached at %s", t.name, filepath.Join(cache, t.name))
+			cached = append(cached, t)
 			continue
 		}
 		missing = append(missing, t)
 	}
 	// Resolve every module first, so a bad version or an unreachable proxy
-	// fails in seconds, before minutes of building something else.
+	// fails in seconds, with its error as the only line, before minutes of
+	// building something else.
 	for _, t := range missing {
 		if _, err := downloadGoMod(ctx, t.mod); err != nil {
 			return "", err
+		}
+	}
+	for _, t := range cached {
+		log("%s: cached at %s", t.name, filepath.Join(cache, t.name))
+	}
+	if len(missing) > 0 {
+		if err := os.MkdirAll(cache, 0o755); err != nil {
+			return "", fmt.Errorf("asset directory: %w", err)
 		}
 	}
 	for _, t := range missing {
@@ -213,10 +237,10 @@ func build(ctx context.Context, cache string, t target, log func(string, ...any)
 
 	wdir := filepath.Join(cache, "src", strings.ReplaceAll(t.mod.path, "/", "_")+"@"+t.mod.version)
 	if err := os.MkdirAll(wdir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("%s: wrapper module: %w", t.name, err)
 	}
 	if err := os.WriteFile(filepath.Join(wdir, "go.mod"), []byte(wrapper), 0o644); err != nil {
-		return err
+		return fmt.Errorf("%s: wrapper module: %w", t.name, err)
 	}
 
 	tmp := filepath.Join(cache, "."+t.name+".partial")
@@ -253,7 +277,7 @@ func build(ctx context.Context, cache string, t target, log func(string, ...any)
 		return fmt.Errorf("%s: go build %s failed: %s", t.name, t.pkg, firstLines(output.String(), 5))
 	}
 	if err := os.Rename(tmp, filepath.Join(cache, t.name)); err != nil {
-		return err
+		return fmt.Errorf("%s: %w", t.name, err)
 	}
 	log("%s: built in %s", t.name, time.Since(started).Round(time.Second))
 	return nil

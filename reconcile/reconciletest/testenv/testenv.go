@@ -1,0 +1,318 @@
+package testenv
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/reconcilekit/reconcilekit/internal/envtestassets"
+)
+
+// DefaultWaitTimeout bounds [Env.WaitFor] and [Manager.WaitConverged] when
+// neither their context nor [Options.WaitTimeout] says otherwise. It only
+// stops a broken test from hanging: no wait lasts longer than it must.
+const DefaultWaitTimeout = time.Minute
+
+// ErrNoAssets is wrapped by the error [Start] and [FindAssets] return when
+// no kube-apiserver and etcd binaries can be found; its message says how to
+// get them.
+var ErrNoAssets = errors.New("testenv: no kube-apiserver/etcd binaries: " +
+	"export KUBEBUILDER_ASSETS=$(go run github.com/reconcilekit/reconcilekit/cmd/envtest-assets) " +
+	"(builds them from the Go module proxy: about 10 minutes once on 2 cores, then cached), " +
+	"or point KUBEBUILDER_ASSETS at setup-envtest's binaries")
+
+// Options configures a control plane.
+type Options struct {
+	// CRDDirectoryPaths are directories (or files) of
+	// CustomResourceDefinition manifests to install; a path that does not
+	// exist is an error.
+	CRDDirectoryPaths []string
+	// CRDs are CustomResourceDefinitions to install, built in Go.
+	CRDs []*apiextensionsv1.CustomResourceDefinition
+	// AddToScheme registers the test's own types (the AddToScheme of each
+	// API package); client-go's built-in types are always registered.
+	AddToScheme []func(*runtime.Scheme) error
+	// WaitTimeout bounds the waits of [Env.WaitFor] and
+	// [Manager.WaitConverged] whose context has no deadline; the default
+	// is [DefaultWaitTimeout].
+	WaitTimeout time.Duration
+	// PureBenchmarks says that the package's benchmarks need no API
+	// server, so [Main] starts none for a run that selects no tests
+	// (-run '^$', as benchmark runs are written).
+	PureBenchmarks bool
+}
+
+// Env is a running control plane: a real kube-apiserver and etcd, started by
+// controller-runtime's envtest, with the test's CRDs installed. It is safe
+// for concurrent use by parallel tests; give each test its own namespace
+// ([Env.Namespace]) and, when it runs a controller, its own [Manager].
+//
+// The zero value is "not started": its methods skip the calling test, or
+// fail it in CI, with the reason. [Main] fills an Env for a package's tests;
+// [Start] returns one.
+type Env struct {
+	// Config reaches the API server as a cluster admin. Its QPS and Burst
+	// are raised (500, 1000) so that tests creating many objects are not
+	// throttled by client-go.
+	Config *rest.Config
+	// Scheme knows client-go's types and those of Options.AddToScheme.
+	Scheme *runtime.Scheme
+	// Assets is the directory of the control-plane binaries.
+	Assets string
+
+	waitTimeout time.Duration
+	reason      string
+	te          *envtest.Environment
+	reader      client.Client
+}
+
+// FindAssets returns the directory of the control-plane binaries tests
+// should use: KUBEBUILDER_ASSETS when it holds kube-apiserver and etcd, else
+// the cache that cmd/envtest-assets fills (for the versions it defaults to,
+// or RECONCILEKIT_KUBE_VERSION and RECONCILEKIT_ETCD_VERSION). Otherwise it
+// returns an error wrapping [ErrNoAssets].
+func FindAssets() (string, error) {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		if envtestassets.Complete(dir, "kube-apiserver", "etcd") {
+			return dir, nil
+		}
+		return "", fmt.Errorf("%w (KUBEBUILDER_ASSETS=%s lacks kube-apiserver or etcd)", ErrNoAssets, dir)
+	}
+	dir, err := envtestassets.Dir(envtestassets.Versions())
+	if err == nil && envtestassets.Complete(dir, "kube-apiserver", "etcd") {
+		return dir, nil
+	}
+	return "", ErrNoAssets
+}
+
+// Start starts a control plane with the CRDs and types of opts. Stop it
+// with [Env.Stop]. Without binaries it returns an error wrapping
+// [ErrNoAssets]. Most tests want [Main] instead, which starts one per
+// package and decides whether to skip.
+func Start(opts Options) (*Env, error) {
+	env := &Env{}
+	if err := env.start(opts); err != nil {
+		return nil, err
+	}
+	return env, nil
+}
+
+func newScheme(opts Options) (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, fmt.Errorf("testenv: scheme: %w", err)
+	}
+	for _, add := range opts.AddToScheme {
+		if err := add(s); err != nil {
+			return nil, fmt.Errorf("testenv: scheme: %w", err)
+		}
+	}
+	return s, nil
+}
+
+// start fills env with a running control plane.
+func (e *Env) start(opts Options) error {
+	if e.Scheme == nil {
+		s, err := newScheme(opts)
+		if err != nil {
+			return err
+		}
+		e.Scheme = s
+	}
+	assets, err := FindAssets()
+	if err != nil {
+		return err
+	}
+	te := &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
+		CRDs:                     opts.CRDs,
+		ErrorIfCRDPathMissing:    len(opts.CRDDirectoryPaths) > 0,
+		Scheme:                   e.Scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	cfg, err := te.Start()
+	if err != nil {
+		return fmt.Errorf("testenv: starting the control plane from %s: %w", assets, err)
+	}
+	cfg.QPS, cfg.Burst = 500, 1000
+	reader, err := client.New(cfg, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		_ = te.Stop()
+		return fmt.Errorf("testenv: client: %w", err)
+	}
+	e.Config, e.Assets, e.te, e.reader = cfg, assets, te, reader
+	e.waitTimeout = opts.WaitTimeout
+	if e.waitTimeout <= 0 {
+		e.waitTimeout = DefaultWaitTimeout
+	}
+	return nil
+}
+
+// Stop stops the control plane; afterwards the Env's methods skip the
+// calling test, as on the zero value. Calling it on an Env that is not
+// running does nothing.
+func (e *Env) Stop() error {
+	if e == nil || e.te == nil {
+		return nil
+	}
+	err := e.te.Stop()
+	e.Config, e.te, e.reader = nil, nil, nil
+	e.reason = "testenv: the control plane was stopped"
+	if err != nil {
+		return fmt.Errorf("testenv: stopping the control plane: %w", err)
+	}
+	return nil
+}
+
+// Main starts a control plane, fills env, runs the package's tests, stops
+// the control plane and exits with the tests' code. Call it from TestMain:
+//
+//	var env testenv.Env
+//
+//	func TestMain(m *testing.M) {
+//		testenv.Main(m, &env, testenv.Options{
+//			CRDDirectoryPaths: []string{"../config/crd"},
+//			AddToScheme:       []func(*runtime.Scheme) error{v1.AddToScheme},
+//		})
+//	}
+//
+// When there are no binaries, the run fails in CI (CI set) with a message
+// saying how to get them; elsewhere the tests run and those that need the
+// API server skip, with the same message. A fuzzing run (its coordinator and
+// workers run TestMain too) starts no control plane: fuzz targets test pure
+// functions. env.Scheme is filled in every case.
+func Main(m *testing.M, env *Env, opts Options) {
+	os.Exit(run(m, env, opts))
+}
+
+func run(m *testing.M, env *Env, opts Options) int {
+	flag.Parse()
+	s, err := newScheme(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	env.Scheme = s
+	if lookup("test.fuzz") != "" || lookup("test.fuzzworker") == "true" ||
+		(opts.PureBenchmarks && lookup("test.run") == "^$") {
+		env.reason = "testenv: no API server is started for a fuzzing or benchmark-only run"
+		return m.Run()
+	}
+	if err := env.start(opts); err != nil {
+		if !errors.Is(err, ErrNoAssets) || os.Getenv("CI") != "" {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			return 1
+		}
+		env.reason = err.Error()
+		fmt.Fprintln(os.Stderr, "testenv: tests that need an API server will be skipped:", err)
+		return m.Run()
+	}
+	code := m.Run()
+	if err := env.Stop(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+func lookup(name string) string {
+	if f := flag.Lookup(name); f != nil {
+		return f.Value.String()
+	}
+	return ""
+}
+
+// Require skips the test when no control plane is running, which happens
+// only outside CI.
+func (e *Env) Require(t testing.TB) {
+	t.Helper()
+	if e == nil || e.Config == nil {
+		reason := "testenv: the control plane was not started (call testenv.Main from TestMain)"
+		if e != nil && e.reason != "" {
+			reason = e.reason
+		}
+		t.Skip(reason)
+	}
+}
+
+// Client returns a new uncached client to the API server: every read goes
+// to the server, so a test sees exactly what is stored. Its requests are not
+// counted with a manager's.
+func (e *Env) Client(t testing.TB) client.WithWatch {
+	t.Helper()
+	e.Require(t)
+	c, err := client.NewWithWatch(e.Config, client.Options{Scheme: e.Scheme})
+	if err != nil {
+		t.Fatalf("testenv: new client: %v", err)
+	}
+	return c
+}
+
+// Namespace creates a namespace for one test and returns its name, so that
+// parallel tests sharing the control plane do not see each other's objects.
+// It is not deleted: envtest runs no namespace controller to finish the
+// deletion, and the control plane is thrown away with the package's tests.
+func (e *Env) Namespace(t testing.TB) string {
+	t.Helper()
+	e.Require(t)
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "test-"}}
+	if err := e.reader.Create(t.Context(), ns); err != nil {
+		t.Fatalf("testenv: create namespace: %v", err)
+	}
+	return ns.Name
+}
+
+// Kubeconfig writes a kubeconfig for a cluster-admin user of the control
+// plane into the test's temporary directory and returns its path, for real
+// clients such as kubectl.
+func (e *Env) Kubeconfig(t testing.TB) string {
+	t.Helper()
+	e.Require(t)
+	user, err := e.te.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		t.Fatalf("testenv: add user: %v", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		t.Fatalf("testenv: kubeconfig: %v", err)
+	}
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatalf("testenv: kubeconfig: %v", err)
+	}
+	return path
+}
+
+// Kubectl returns the path of the kubectl binary among the assets
+// (cmd/envtest-assets builds one). Without one it fails the test in CI and
+// skips it elsewhere.
+func (e *Env) Kubectl(t testing.TB) string {
+	t.Helper()
+	e.Require(t)
+	if !envtestassets.Complete(e.Assets, "kubectl") {
+		msg := "testenv: no kubectl in " + e.Assets +
+			": go run github.com/reconcilekit/reconcilekit/cmd/envtest-assets builds one"
+		if os.Getenv("CI") != "" {
+			t.Fatal(msg)
+		}
+		t.Skip(msg)
+	}
+	return filepath.Join(e.Assets, "kubectl")
+}
