@@ -40,7 +40,7 @@ func drainEvents(rec *events.FakeRecorder) []string {
 	}
 }
 
-func statusWrites(rs []reconciletest.Request) int {
+func statusWrites(rs []reconciletest.APIRequest) int {
 	n := 0
 	for _, r := range rs {
 		if strings.HasSuffix(string(r.Verb), "/status") && r.Verb.IsWrite() && r.Err == nil {
@@ -258,7 +258,7 @@ func TestLoopStatusWritesUnderFaultsStayNearTheFaultFreeCount(t *testing.T) {
 		return writes
 	}
 	clean := converge(t, nil)
-	faults, err := reconciletest.NewFaultInjector(7, reconciletest.Rate(0.2, reconciletest.ServerError, reconciletest.Throttle, reconciletest.Timeout))
+	faults, err := reconciletest.NewFaultInjector(7, reconciletest.Rate(0.2, reconciletest.FaultServerError, reconciletest.FaultThrottle, reconciletest.FaultTimeout))
 	if err != nil {
 		t.Fatal(err)
 	}
