@@ -47,7 +47,7 @@ var (
 	benchSpread  = flag.Duration("at.spread", 3*time.Second, "how long the spread scenario's schedules span")
 	benchSpreadN = flag.Int("at.spread.n", 0, "Ats in the spread scenario (0: the first of -at.n)")
 	unrelated    = flag.Int("at.unrelated", 20, "unrelated Pods in the memory scenario (0: none)")
-	createPerAt  = flag.Duration("at.createperat", 5*time.Millisecond, "expected time to create one At: Ats are created from 3 s plus n times this before the schedule")
+	pace         = flag.Duration("at.pace", 8*time.Millisecond, "interval between two At creations (the same for both controllers)")
 	cpuProfiles  = flag.String("at.cpuprofile", "", "directory for a CPU profile of each controller process during the first one-instant scenario")
 	cpuFor       = flag.Duration("at.cpuprofile.for", 30*time.Second, "how long each CPU profile lasts, from the start of creation")
 	reportPath   = flag.String("at.report", "", "write the report (markdown) to this file")
@@ -67,7 +67,7 @@ func benchPlan() plan {
 		spreadN = benchSizes[0]
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, spreadN: spreadN, spread: *benchSpread,
-		unrelated: *unrelated, createPerAt: *createPerAt, profiles: *cpuProfiles, profileFor: *cpuFor}
+		unrelated: *unrelated, pace: *pace, profiles: *cpuProfiles, profileFor: *cpuFor}
 }
 
 // BenchmarkAtVsClassic measures both At controllers as processes side by
@@ -114,9 +114,9 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	fmt.Fprintf(&r, "Regenerate with the same command; the figures below are the last run's, not targets. It runs:\n\n")
 	fmt.Fprintf(&r, "```sh\ngo test -run '^$' -bench . -benchmem ./reconcile/ > reconcile.bench\n"+
 		"go test -run '^$' -bench BenchmarkAtVsClassic -benchtime=1x -timeout 120m ./examples/at/bench/ \\\n"+
-		"  -args -at.n=%s -at.workers=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.createperat=%s \\\n"+
+		"  -args -at.n=%s -at.workers=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.pace=%s \\\n"+
 		"  -at.report=BENCHMARKS.md -at.diffbench=reconcile.bench",
-		(*ints)(&pn.sizes), (*ints)(&pn.workers), pn.spread, pn.spreadN, pn.unrelated, pn.createPerAt)
+		(*ints)(&pn.sizes), (*ints)(&pn.workers), pn.spread, pn.spreadN, pn.unrelated, pn.pace)
 	if pn.profiles != "" {
 		fmt.Fprintf(&r, " -at.cpuprofile=%s -at.cpuprofile.for=%s", pn.profiles, pn.profileFor)
 	}
@@ -191,10 +191,12 @@ that neither always meets the warmer or fuller server. Ratios come from the same
 namespace; its Ats are deleted and its Pods removed (as the garbage collector envtest lacks would) before the
 next run starts.
 
-**The load.** The harness (a cluster admin, not counted) creates the Ats with 8 concurrent clients, starting
-3 s plus %s per At before the schedule (so 1000 Ats start about 8 s ahead; each scenario states when its last At
-was created), and plays the kubelet: each Pod "runs" %s after the harness first sees it, then gets phase
-Succeeded with a terminated container status.
+**The load.** The harness (a cluster admin, not counted) creates the Ats at a steady pace, one every %s
+(up to 8 requests in flight), the same for both controllers, timed so that the last At is due %s before the
+one common schedule (%s before the first schedule of the spread scenario, so that its precision is the timer's,
+not the backlog of creation); each scenario states when its last At was actually created. It plays the
+kubelet: each Pod "runs" %s after the harness first sees it, then gets phase Succeeded with a terminated
+container status.
 
 **Every request, from the server's side.** Each controller process authenticates as its own envtest user (a
 client certificate; groups system:masters and %s). The API server writes an audit log (a policy at level
@@ -219,13 +221,16 @@ each phase.
 
 **Time.** "schedule → all DONE" is from the (last) schedule until the harness's watch saw the last At DONE.
 "Pod create received − schedule" is, per At, the audit log's requestReceivedTimestamp of the controller's
-first accepted Pod create minus spec.schedule.
+first accepted Pod create minus spec.schedule. "API server time per accepted write" is the audit log's
+stageTimestamp minus requestReceivedTimestamp of the controller's accepted writes: how long the (shared,
+saturated) server took to answer. "Mean reconcile duration" and "CPU time" come from the process's metrics
+(controller_runtime_reconcile_time_seconds, process_cpu_seconds_total) at the end of created → DONE.
 
 **Memory.** The resident memory of the controller process: VmHWM from /proc/<pid>/status (the kernel's
 peak, read at the end of created → DONE, before the process is stopped), and VmRSS sampled every 100 ms.
 With unrelated Pods, %s Pods that no At owns (no labels, no owner, in a namespace of their own) exist from
 before the controllers start until the scenario ends.
-`, bench.Millis(cmp.plan.createPerAt.Seconds()), podRunTime, controllerGroup, quietPeriod, strconv.Itoa(cmp.plan.unrelated))
+`, cmp.plan.pace, instantAhead, spreadAhead, podRunTime, controllerGroup, quietPeriod, strconv.Itoa(cmp.plan.unrelated))
 	if cmp.plan.profiles != "" {
 		how := "its --pprof-bind-address flag"
 		if cmp.atPprof == "overlay" {

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -43,10 +44,12 @@ type scenario struct {
 	// unrelated Pods, which no At owns, exist in another namespace from
 	// before the controller starts until the run ends.
 	unrelated int
-	// lead is how long before the (first) schedule the harness starts
-	// creating the Ats: long enough to create them all, so that each is
-	// created before its schedule.
-	lead time.Duration
+	// pace is the interval between two At creations: the harness creates
+	// them at that steady rate, the same for both controllers.
+	pace time.Duration
+	// ahead is how long after the last At's creation is due the (first)
+	// schedule falls.
+	ahead time.Duration
 	// profile, when set, is where to write a CPU profile of the process,
 	// taken from the start of creation for profileFor.
 	profile    string
@@ -99,6 +102,10 @@ type run struct {
 	// resident memory), sampledRSS the largest VmRSS sampled every 100 ms;
 	// resyncHWM is the second process's VmHWM after the deletion.
 	hwm, sampledRSS, resyncHWM uint64
+	// cpu is the process's CPU time (process_cpu_seconds_total) from its
+	// start until every At is DONE; reconcileTime is the mean duration of
+	// a reconcile over that phase (controller_runtime_reconcile_time_seconds).
+	cpu, reconcileTime float64
 	// profile is the CPU profile's path, if one was taken.
 	profile string
 }
@@ -133,7 +140,7 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	tail.waitQuiet(tb, started, time.Second, time.Minute)
 
 	createStart := time.Now()
-	first := createStart.Add(sc.lead)
+	first := createStart.Add(time.Duration(sc.n)*sc.pace + sc.ahead)
 	ats := make([]*atv1.At, sc.n)
 	schedules := map[string]time.Time{}
 	last := first
@@ -152,7 +159,7 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 		r.profile = sc.profile
 		waitProfile = p.cpuProfile(tb, sc.profileFor, sc.profile)
 	}
-	createAll(tb, pl.admin, ats)
+	createPaced(tb, pl.admin, ats, sc.pace)
 	r.created = time.Since(createStart)
 	r.ahead = first.Sub(createStart.Add(r.created))
 	if r.ahead < 0 {
@@ -163,6 +170,10 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	tail.waitQuiet(tb, lastDone, quietPeriod, time.Minute)
 	lifecycleEnd := time.Now()
 	r.reconcilesLifecycle = p.reconciles(tb)
+	r.cpu = p.metric(tb, "process_cpu_seconds_total", nil)
+	if r.reconcilesLifecycle > 0 {
+		r.reconcileTime = p.metric(tb, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": k.controllerName()}) / r.reconcilesLifecycle
+	}
 	r.hwm, r.sampledRSS = p.peak(tb)
 	waitProfile()
 	p.stop(tb)
@@ -216,6 +227,34 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	return r
 }
 
+// createPaced creates the Ats in order, one every pace (up to 8 requests in
+// flight), so that both controllers meet the same stream of creations.
+func createPaced(tb testing.TB, c client.Client, ats []*atv1.At, pace time.Duration) {
+	tb.Helper()
+	work := make(chan *atv1.At, len(ats))
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for range 8 {
+		wg.Go(func() {
+			for at := range work {
+				if err := c.Create(context.Background(), at); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	start := time.Now()
+	for i, at := range ats {
+		time.Sleep(time.Until(start.Add(time.Duration(i) * pace)))
+		work <- at
+	}
+	close(work)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		tb.Fatalf("creating Ats: %v", *err)
+	}
+}
+
 // createUnrelated creates n Pods that no At owns and no controller
 // selects (no labels, no owner) in a namespace of their own, and returns
 // a function that deletes them.
@@ -254,6 +293,14 @@ func createUnrelated(tb testing.TB, pl *plane, n int) func() {
 	}
 }
 
+// How long after the last At's creation is due the schedule comes: about
+// 3 s for Ats at one instant, as in issue 13; 10 s before the first of a
+// spread, so that its precision is the timer's, not the backlog of creation.
+const (
+	instantAhead = 3 * time.Second
+	spreadAhead  = 10 * time.Second
+)
+
 // pair is one scenario measured on both controllers, one after the other.
 type pair struct {
 	sc   scenario
@@ -273,10 +320,10 @@ type plan struct {
 	// unrelated Pods exist during a run of the first size at one instant
 	// with the first number of workers.
 	unrelated int
-	// createPerAt is how long creating one At is expected to take; a
-	// scenario's Ats are created from 3 s plus n times this before the
-	// schedule.
-	createPerAt time.Duration
+	// pace is the interval between two At creations; the last At of a
+	// one-instant scenario is due 3 s before the schedule, that of the
+	// spread scenario 10 s before its first schedule.
+	pace time.Duration
 	// profiles, when set, is a directory for a CPU profile of each
 	// controller in the first scenario, profileFor long.
 	profiles   string
@@ -285,19 +332,18 @@ type plan struct {
 
 // scenarios lists the plan's scenarios in the order they run.
 func (pn plan) scenarios() []scenario {
-	lead := func(n int) time.Duration { return 3*time.Second + time.Duration(n)*pn.createPerAt }
 	var out []scenario
 	for _, n := range pn.sizes {
 		for _, w := range pn.workers {
-			out = append(out, scenario{n: n, workers: w, lead: lead(n)})
+			out = append(out, scenario{n: n, workers: w, pace: pn.pace, ahead: instantAhead})
 		}
 	}
 	if pn.unrelated > 0 {
 		n := pn.sizes[0]
-		out = append(out, scenario{n: n, workers: pn.workers[0], unrelated: pn.unrelated, lead: lead(n)})
+		out = append(out, scenario{n: n, workers: pn.workers[0], unrelated: pn.unrelated, pace: pn.pace, ahead: instantAhead})
 	}
 	if pn.spreadN > 0 {
-		out = append(out, scenario{n: pn.spreadN, spread: pn.spread, workers: pn.workers[0], lead: lead(pn.spreadN)})
+		out = append(out, scenario{n: pn.spreadN, spread: pn.spread, workers: pn.workers[0], pace: pn.pace, ahead: spreadAhead})
 	}
 	return out
 }
@@ -432,6 +478,20 @@ func targetsOf(ms ...map[string]int) []string {
 	return slices.Sorted(maps.Keys(seen))
 }
 
+// serverTime is the distribution of the time the API server took to
+// answer the accepted writes of reqs.
+func serverTime(reqs []bench.AuditRequest) bench.Distribution {
+	var d []time.Duration
+	for _, r := range reqs {
+		if classOf(r) == bench.ClassWrite && r.Accepted() && !r.Staged.IsZero() {
+			d = append(d, r.Staged.Sub(r.Received))
+		}
+	}
+	return bench.Summarize(d)
+}
+
+func seconds(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " s" }
+
 // table renders one pair side by side.
 func (p pair) table() *bench.Table {
 	c, o := p.runs[classicAt], p.runs[libraryAt]
@@ -458,6 +518,10 @@ func (p pair) table() *bench.Table {
 	t.Add("Pod create received − schedule, p50", sec(c.podLag.P50), sec(o.podLag.P50), bench.Millis)
 	t.Add("Pod create received − schedule, p99", sec(c.podLag.P99), sec(o.podLag.P99), bench.Millis)
 	t.Add("Pod create received − schedule, max", sec(c.podLag.Max), sec(o.podLag.Max), bench.Millis)
+	t.Add("API server time per accepted write (audit stage − receipt), p50", sec(serverTime(c.lifecycle).P50), sec(serverTime(o.lifecycle).P50), bench.Millis)
+	t.Add("API server time per accepted write, p99", sec(serverTime(c.lifecycle).P99), sec(serverTime(o.lifecycle).P99), bench.Millis)
+	t.Add("mean reconcile duration, created → DONE", c.reconcileTime, o.reconcileTime, bench.Millis)
+	t.Add("CPU time of the process, start → all DONE", c.cpu, o.cpu, seconds)
 	t.Add("peak RSS of the process (VmHWM), created → DONE", float64(c.hwm), float64(o.hwm), bench.MiB)
 	t.Add("largest VmRSS sampled every 100 ms", float64(c.sampledRSS), float64(o.sampledRSS), bench.MiB)
 	t.Add("startup: all requests (until it leads and watches)", float64(len(c.startup)), float64(len(o.startup)), nil)
@@ -490,7 +554,7 @@ func TestSideBySideSmoke(t *testing.T) {
 	started := time.Now()
 	load := loadAverage()
 	cmp := compare(t, plan{sizes: []int{20}, workers: []int{4}, spreadN: 20, spread: 3 * time.Second,
-		unrelated: 20, createPerAt: 10 * time.Millisecond})
+		unrelated: 20, pace: 10 * time.Millisecond})
 	for _, p := range cmp.pairs {
 		t.Logf("%s:\n%s", p.sc, p.table().Markdown())
 		for k, r := range p.runs {

@@ -506,6 +506,16 @@ func (p *proc) reconciles(tb testing.TB) float64 {
 	return v
 }
 
+// metric is the sum of a metric's samples carrying the labels of match.
+func (p *proc) metric(tb testing.TB, name string, match map[string]string) float64 {
+	tb.Helper()
+	v, n, err := p.scrape(name, match)
+	if err != nil || n == 0 {
+		tb.Fatalf("%s: metric %s%v: %d samples, %v", p.name, name, match, n, err)
+	}
+	return v
+}
+
 // waitLeader waits until the process leads (its leader election metric
 // says so) and its caches watch Ats and Pods (the audit log shows the
 // watches, which a reflector starts once it has listed).
