@@ -18,6 +18,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
 )
@@ -123,6 +124,10 @@ func (e Events) String() string {
 //     again, joined with Sync's error, so it is never lost and never hides
 //     Sync's error.
 //
+// Every read and write of the loop goes through a client guarded by
+// [freshness]: a reconcile never acts on a cached copy of the object older
+// than this process's last write of it (see the Freshness field).
+//
 // The zero Loop is not usable: set Client and Sync. Everything else is
 // optional. A Loop is safe for concurrent use by several workers; use it by
 // pointer and do not copy it after first use. [Loop.Validate] runs once, on
@@ -152,7 +157,18 @@ type Loop[T Object] struct {
 	FieldOwner string
 	// Clock stamps condition transitions. Nil means the real clock.
 	Clock clock.PassiveClock
+	// Freshness keeps the loop from acting on a cached copy of the object
+	// older than its own writes (status, finalizers). Nil means a Tracker
+	// of the loop's own, without informers: a stale read is then retried
+	// shortly (a quiet requeue) instead of waited for. Give a Tracker with
+	// the manager's informers (Informers: mgr.GetCache()) to wait for the
+	// cache instead, and guard Sync's own client with the same Tracker. A
+	// Client that is already guarded (freshness.Tracker.Wrap, or
+	// Tracker.NewClient in the manager's options) is used as it is.
+	Freshness *freshness.Tracker
 
+	// client is Client, guarded; set once, with validation.
+	client client.Client
 	// defaultPolicy is used when Policy is nil: one per Loop, as a Policy
 	// keeps per-request state.
 	defaultPolicy requeue.Policy
@@ -190,7 +206,19 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if l == nil {
 		return ctrl.Result{}, crreconcile.TerminalError(l.Validate())
 	}
-	l.validateOnce.Do(func() { l.invalid = l.Validate() })
+	l.validateOnce.Do(func() {
+		if l.invalid = l.Validate(); l.invalid != nil {
+			return
+		}
+		l.client = l.Client
+		if freshness.TrackerOf(l.Client) == nil {
+			tracker := l.Freshness
+			if tracker == nil {
+				tracker = &freshness.Tracker{}
+			}
+			l.client = tracker.Wrap(l.Client)
+		}
+	})
 	if l.invalid != nil {
 		return ctrl.Result{}, crreconcile.TerminalError(l.invalid)
 	}
@@ -199,7 +227,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		policy = &l.defaultPolicy
 	}
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-	if err := l.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := l.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
@@ -210,7 +238,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if l.APIReader != nil {
 		fopts = append(fopts, finalizer.WithAPIReader(l.APIReader))
 	}
-	writer := status.Writer{Client: l.Client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
+	writer := status.Writer{Client: l.client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
 	r := run[T]{l: l, policy: policy, req: req, obj: obj}
 
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -218,13 +246,13 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 			return ctrl.Result{}, nil
 		}
 		r.begin(&writer)
-		_, err := l.Finalizers.Run(ctx, l.Client, obj, fopts...)
+		_, err := l.Finalizers.Run(ctx, l.client, obj, fopts...)
 		// A failed cleanup keeps its finalizer, so the object stays: say
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
 	}
 	if l.Finalizers != nil {
-		if _, err := l.Finalizers.AddAll(ctx, l.Client, obj, fopts...); err != nil {
+		if _, err := l.Finalizers.AddAll(ctx, l.client, obj, fopts...); err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {
 				// Deletion began after our read: run the cleanups now.
 				return policy.Decide(ctx, req, requeue.After(0), nil).Return()

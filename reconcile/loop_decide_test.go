@@ -365,3 +365,66 @@ func TestLoopRefusesANonPointerTypeAtSetup(t *testing.T) {
 		t.Errorf("Reconcile = %v, want ErrInvalidLoop as a terminal error, not a panic", err)
 	}
 }
+
+// TestLoopRecordsNoEventWhenAStaleWriteFindsNothingToChange proves an event
+// is recorded only when a status write changed the summary: a reconcile of
+// a stale copy (here without the freshness guard's memory, as after a
+// restart) computes Ready over an old status, its patch is refused (409),
+// the writer re-reads and finds the server already Ready: no write, no
+// event.
+func TestLoopRecordsNoEventWhenAStaleWriteFindsNothingToChange(t *testing.T) {
+	c := env.Client(t)
+	req := createWidget(t, c, env.Namespace(t), "same")
+	stale := getWidget(t, c, req) // before the first reconcile: no conditions
+	newLoop := func(cl client.Client, rec events.EventRecorder) *reconcile.Loop[*testapi.Widget] {
+		return &reconcile.Loop[*testapi.Widget]{
+			Client:   cl,
+			Recorder: rec,
+			Policy:   &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
+			Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+				w.Status.Phase = w.Spec.Message
+				return reconcile.Progress{Reason: "Said"}, nil
+			},
+		}
+	}
+	first := events.NewFakeRecorder(4)
+	if _, err := newLoop(c, first).Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(first.Events); n != 1 {
+		t.Fatalf("the first reconcile recorded %d events, want 1 (Ready)", n)
+	}
+
+	var counter reconciletest.Counter
+	lagging := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if w, ok := obj.(*testapi.Widget); ok && key == req.NamespacedName {
+				stale.DeepCopyInto(w)
+				return nil
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	})
+	second := events.NewFakeRecorder(4)
+	loop := newLoop(counter.Wrap(lagging), second)
+	loop.APIReader = c // the writer's re-read after the conflict sees the server
+	if _, err := loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	var refused, accepted int
+	for _, r := range counter.Requests() {
+		if r.Verb.IsWrite() {
+			if r.Err != nil {
+				refused++
+			} else {
+				accepted++
+			}
+		}
+	}
+	if refused != 1 || accepted != 0 {
+		t.Fatalf("status writes: %d refused, %d accepted; want the stale patch refused and nothing written after the re-read", refused, accepted)
+	}
+	if got := drainEvents(second); len(got) != 0 {
+		t.Errorf("a reconcile that changed nothing recorded %q, want no event", got)
+	}
+}
