@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -116,7 +117,9 @@ func (e Events) String() string {
 //     changes. status.observedGeneration is set whenever the conditions
 //     were decided for the current generation.
 //  5. Write the status subresource only if it changed ([status.Writer]):
-//     an unchanged object costs no write at all.
+//     an unchanged object costs no write at all, and with
+//     FirstStatusWithin a new object's first in-progress status waits for
+//     the imminent reconcile that replaces it.
 //  6. Record an event when a status write changed the summary, as Events
 //     says; never on a reconcile that changed nothing, nor when the write
 //     found the server already holding the same summary.
@@ -157,6 +160,15 @@ type Loop[T Object] struct {
 	FieldOwner string
 	// Clock stamps condition transitions. Nil means the real clock.
 	Clock clock.PassiveClock
+	// FirstStatusWithin lets the first status of a new object wait for
+	// the reconcile that makes it worth writing: when an object has no
+	// summary condition yet, Sync reports InProgress without error, and its
+	// Requeue comes before the object is FirstStatusWithin old, nothing is
+	// written; the requeued reconcile writes the status it finds then (an
+	// At created seconds before its schedule goes straight to RUNNING, as
+	// a hand-written controller would, saving a write). Zero, the default,
+	// writes every status change at once.
+	FirstStatusWithin time.Duration
 	// Freshness keeps the loop from acting on a cached copy of the object
 	// older than its own writes (status, finalizers). Nil means a Tracker
 	// of the loop's own, without informers: a stale read is then retried
@@ -291,6 +303,9 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 		opts = append(opts, status.WithClock(r.l.Clock))
 	}
 	switch {
+	case err == nil && synced && r.before == (summary{}) && r.l.deferFirstStatus(r.obj, p):
+		// The next reconcile, moments away, writes the status.
+		return d.Return()
 	case err == nil && synced:
 		switch p.State {
 		case InProgress:
@@ -322,6 +337,28 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 		r.l.recordTransition(r.obj, after, err != nil)
 	}
 	return d.Return()
+}
+
+// deferFirstStatus reports whether the status of obj, read without a
+// summary, may wait for the requeue p asks for (see Loop.FirstStatusWithin).
+func (l *Loop[T]) deferFirstStatus(obj T, p Progress) bool {
+	if l.FirstStatusWithin <= 0 || p.State != InProgress || p.Requeue.RequeueAfter <= 0 {
+		return false
+	}
+	created := obj.GetCreationTimestamp()
+	if created.IsZero() {
+		return false
+	}
+	var clk clock.PassiveClock = clock.RealClock{}
+	if l.Clock != nil {
+		clk = l.Clock
+	}
+	// The object is new by this clock (a clock behind the API server's
+	// never makes an old object look new for long), and the next reconcile
+	// comes before it is FirstStatusWithin old.
+	age := clk.Now().Sub(created.Time)
+	// (Compared without adding: a requeue years away saturates Duration.)
+	return age >= 0 && age < l.FirstStatusWithin && p.Requeue.RequeueAfter < l.FirstStatusWithin-age
 }
 
 // summary is the part of the kstatus conditions whose change is worth an

@@ -22,7 +22,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -94,6 +96,11 @@ type Options struct {
 	Workers int
 }
 
+// FirstStatusWithin is how soon after its creation an At must fall due for
+// its PENDING status to be skipped: the RUNNING status, written moments
+// later, says more (see reconcile.Loop.FirstStatusWithin).
+const FirstStatusWithin = 10 * time.Second
+
 // DefaultWorkers is the default of Options.Workers. A reconcile spends its
 // time waiting for the API server, so a few workers keep it busy when many
 // Ats fall due at the same instant; every reconcilekit package is safe for
@@ -124,14 +131,17 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 		return nil, err
 	}
 	loop := &reconcile.Loop[*atv1.At]{
-		Client:     r.client,
-		APIReader:  o.APIReader,
-		Sync:       r.sync,
-		Finalizers: fin,
-		Policy:     o.Policy,
-		Recorder:   r.recorder,
-		FieldOwner: Name,
-		Clock:      r.clock,
+		// An At due within seconds of its creation goes straight from no
+		// status to RUNNING: its PENDING would be overwritten moments later.
+		FirstStatusWithin: FirstStatusWithin,
+		Client:            r.client,
+		APIReader:         o.APIReader,
+		Sync:              r.sync,
+		Finalizers:        fin,
+		Policy:            o.Policy,
+		Recorder:          r.recorder,
+		FieldOwner:        Name,
+		Clock:             r.clock,
 	}
 	return loop, loop.Validate()
 }
@@ -146,6 +156,23 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 // +kubebuilder:rbac:groups=cnat.reconcilekit.dev,resources=ats/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheByObject returns the manager cache settings the At controller needs:
+// Pods are cached only when they carry [AtUIDLabel], that is when an At
+// created them, so that a cluster full of other Pods costs the controller
+// neither memory nor watch traffic. Pass it in the manager's options:
+//
+//	ctrl.Options{Cache: cache.Options{ByObject: controller.CacheByObject()}}
+//
+// A Pod whose label someone removed is then invisible to the controller, as
+// it is to the At's watch.
+func CacheByObject() map[client.Object]cache.ByObject {
+	hasAt, err := labels.NewRequirement(AtUIDLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	return map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAt)}}
+}
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods
 // they own. Status-only updates of an At (our own writes) do not trigger a

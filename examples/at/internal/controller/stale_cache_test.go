@@ -8,7 +8,9 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
@@ -28,7 +30,8 @@ func TestAtsUnderALaggingCacheMakeOnePodEachWithNoRefusedWrite(t *testing.T) {
 	managerMu.Lock()
 	defer managerMu.Unlock()
 	ns := env.Namespace(t)
-	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: 700 * time.Millisecond}})
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: 700 * time.Millisecond},
+		Options: manager.Options{Cache: cache.Options{ByObject: controller.CacheByObject()}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,5 +109,45 @@ func TestAtsUnderALaggingCacheMakeOnePodEachWithNoRefusedWrite(t *testing.T) {
 		if n != 1 {
 			t.Errorf("event %s recorded %d times, want once", k, n)
 		}
+	}
+}
+
+// TestThePodCacheHoldsOnlyTheAtsPods proves the controller's cache, set up
+// with CacheByObject, never holds a Pod that no At created: a cluster full
+// of other Pods costs the controller nothing.
+func TestThePodCacheHoldsOnlyTheAtsPods(t *testing.T) {
+	managerMu.Lock()
+	defer managerMu.Unlock()
+	ns := env.Namespace(t)
+	c := env.Client(t)
+	for i := range 5 {
+		unrelated := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("unrelated-", i), Labels: map[string]string{"app": "other"}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "busybox"}}}}
+		if err := c.Create(t.Context(), unrelated); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: manager.Options{Cache: cache.Options{ByObject: controller.CacheByObject()}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.SetupWithManager(mgr, controller.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	mgr.Run(t)
+	if err := c.Create(t.Context(), newAt(ns, "mine", rfc3339(time.Now()))); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, client.ObjectKey{Namespace: ns, Name: "mine"}, "RUNNING", func(a *atv1.At) bool { return a.Status.Phase == atv1.PhaseRunning })
+	var cached corev1.PodList
+	if err := mgr.GetCache().List(t.Context(), &cached, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	if len(cached.Items) != 1 || cached.Items[0].Labels[controller.AtUIDLabel] == "" {
+		var names []string
+		for _, p := range cached.Items {
+			names = append(names, p.Name)
+		}
+		t.Errorf("the cache holds Pods %v, want only the At's one", names)
 	}
 }
