@@ -400,4 +400,5 @@ func (l *Loop[T]) recordTransition(obj T, s summary, failed bool) {
 		reason = s.typ
 	}
 	l.Recorder.Eventf(obj, nil, eventType, reason, s.typ, "%s", note)
+	eventsTotal.WithLabelValues(eventType).Inc()
 }
