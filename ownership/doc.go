@@ -32,8 +32,9 @@
 // [Prune] deletes the children an owner controls that the reconciler no
 // longer wants, with a propagation policy, and never touches objects it
 // does not own. It lists them in the owner's namespace, through the
-// [IndexOwner] index when one is registered (found by trying it: no
-// request reaches the API server), else by listing the namespace; its
+// [IndexOwner] index when one is registered (Prune finds out by trying it;
+// through the index, no request reaches the API server), else by listing
+// the namespace; its
 // [WithListOptions] add to that namespace default, [InAllNamespaces] lists
 // every namespace, and [LinkedTo] among its list options selects linked
 // children instead. A reconciler that has listed its children already
@@ -45,6 +46,6 @@
 //	})
 //
 // This package changes objects in memory (SetController, SetOwner,
-// SetLink) or deletes them (Prune); creating and updating children is left
-// to the caller.
+// SetLink) or deletes them (Prune, PruneListed); creating and updating
+// children is left to the caller.
 package ownership

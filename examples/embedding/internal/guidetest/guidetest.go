@@ -34,17 +34,14 @@ import (
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
-// Options is what every test package of the guide passes to testenv.Main.
-var Options = testenv.Options{
-	AddToScheme: []func(*runtime.Scheme) error{webv1.AddToScheme},
-}
-
-// CRDs returns the options with the Website CRD at the given path (relative
-// to the test package).
+// CRDs returns what every test package of the guide passes to
+// testenv.Main: the Website CRD at path (relative to the test package) and
+// the Website types.
 func CRDs(path string) testenv.Options {
-	o := Options
-	o.CRDDirectoryPaths = []string{path}
-	return o
+	return testenv.Options{
+		CRDDirectoryPaths: []string{path},
+		AddToScheme:       []func(*runtime.Scheme) error{webv1.AddToScheme},
+	}
 }
 
 // Wire registers one step's controller with mgr, its reconciler wrapped
@@ -259,15 +256,6 @@ func (f *Fixture) Delete(t *testing.T, site *webv1.Website) {
 	}
 	if _, err := f.Record(t, site); !apierrors.IsNotFound(err) {
 		t.Errorf("the DNS record of the deleted Website: %v, want NotFound", err)
-	}
-}
-
-// WaitFor waits until the Website, read from the API server, makes met
-// true.
-func (f *Fixture) WaitFor(t *testing.T, site *webv1.Website, what string, met func() bool) {
-	t.Helper()
-	if err := f.Env.WaitFor(t.Context(), site, what, met); err != nil {
-		t.Fatal(err)
 	}
 }
 
