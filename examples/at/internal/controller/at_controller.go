@@ -203,7 +203,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		workers = DefaultWorkers
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&atv1.At{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, finalizer.Predicate()))).
+		For(&atv1.At{}, builder.WithPredicates(reconcile.Predicate())).
 		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished())).
 		Named("at").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
