@@ -5,7 +5,8 @@ GO ?= go
 
 # controller-gen runs through `go run` of a pinned version: nothing to install.
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
-GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at/config/rbac/role.yaml
+GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at/config/rbac/role.yaml \
+	examples/embedding/api examples/embedding/config/crd
 
 # ENVTEST_ASSETS prints the directory holding kube-apiserver and etcd,
 # building them from the Go module proxy into the user cache the first time
@@ -64,9 +65,10 @@ assets: ## Build (or find) the envtest binaries and print their directory.
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code, CRD manifests and the At operator's RBAC role from the Go sources.
-	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/...
+	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/... paths=./examples/embedding/api/...
 	$(CONTROLLER_GEN) crd paths=./internal/testapi/... output:crd:artifacts:config=internal/testapi/crd
 	$(CONTROLLER_GEN) crd paths=./examples/at/api/... output:crd:artifacts:config=examples/at/config/crd
+	$(CONTROLLER_GEN) crd paths=./examples/embedding/api/... output:crd:artifacts:config=examples/embedding/config/crd
 	$(CONTROLLER_GEN) rbac:roleName=at-manager-role paths=./examples/at/internal/controller/... output:rbac:artifacts:config=examples/at/config/rbac
 
 .PHONY: verify-generate
@@ -75,6 +77,15 @@ verify-generate: generate ## Fail when committed generated files are out of date
 		echo "generated files are out of date; run 'make generate' and commit:"; \
 		git status --porcelain -- $(GENERATED); exit 1; \
 	fi
+
+# make docs: regenerate what docs/embedding.md shows from measurements: the
+# table of API writes and requests of a converged resync at every step of
+# the guide, measured on envtest. TestGuideTable (part of make test) fails
+# when the committed table is stale.
+.PHONY: docs
+docs: ## Measure the embedding guide's steps on envtest and rewrite its table.
+	@assets="$$($(ENVTEST_ASSETS))"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -run '^TestGuideTable$$' ./examples/embedding/ -args -update
 
 .PHONY: help
 help:

@@ -12,13 +12,29 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 )
 
 // ErrDeleting is returned by [Add] and [Registry.AddAll] when the object is
 // being deleted (it has a deletionTimestamp): no finalizer is ever added to
 // such an object (the API server would refuse it anyway). A reconciler that
-// sees it should take its deletion path, for example [Registry.Run].
-var ErrDeleting = errors.New("finalizer: object is being deleted")
+// sees it should take its deletion path, for example [Registry.Run]. The
+// errors package classes it as a conflict (its Class method says so): when
+// deletion began between a reconcile's read and its write, the next attempt,
+// moments later and without an error log, sees the deletion.
+var ErrDeleting error = &classedError{msg: "finalizer: object is being deleted", class: rkerrors.ClassConflict}
+
+// classedError is a sentinel that states its class to the errors package.
+type classedError struct {
+	msg   string
+	class rkerrors.Class
+}
+
+func (e *classedError) Error() string { return e.msg }
+
+// Class is the class the errors package gives the sentinel.
+func (e *classedError) Class() rkerrors.Class { return e.class }
 
 // ErrNotDeleting is returned by [Registry.Run] when the object has no
 // deletionTimestamp: cleanup runs only for objects being deleted.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -205,6 +207,11 @@ func TestAddOnObjectBeingDeletedAddsNothing(t *testing.T) {
 		changed, err := finalizer.Add(ctx, c, w, name)
 		if changed || !errors.Is(err, finalizer.ErrDeleting) {
 			t.Errorf("Add(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
+		}
+		// A quiet retry, not an error log: the next attempt takes the
+		// deletion path.
+		if class, _ := rkerrors.Classify(err); class != rkerrors.ClassConflict {
+			t.Errorf("Add(%q) error classed %v, want conflict", name, class)
 		}
 	}
 	if got := reqs.Snapshot(); len(got) != 0 {

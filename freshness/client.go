@@ -68,6 +68,8 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 		return err
 	}
 	start := time.Now()
+	outcome := "gave_up"
+	defer func() { staleReadsTotal.WithLabelValues(outcome).Inc() }()
 	wait := g.t.maxWait()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()
@@ -88,6 +90,7 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 			if ok {
 				g.t.caughtUp(tk, cur)
 			}
+			outcome = "caught_up"
 			return err
 		} else {
 			e = cur

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/freshness"
@@ -306,10 +307,14 @@ func TestAWaitIsBoundedAndCancellable(t *testing.T) {
 	if err := c.Patch(t.Context(), configMap("cm", ""), client.RawPatch(types.MergePatchType, []byte(`{"data":{"v":"x"}}`))); err != nil {
 		t.Fatal(err)
 	}
+	gaveUp := staleReads(t, "gave_up")
 	err := c.Get(t.Context(), key, &corev1.ConfigMap{})
 	var stale *freshness.StaleError
 	if !errors.As(err, &stale) || stale.Key != key || stale.Kind != "ConfigMap" {
 		t.Fatalf("Get = %v, want a StaleError naming ConfigMap %s", err, key)
+	}
+	if n := staleReads(t, "gave_up") - gaveUp; n != 1 {
+		t.Errorf("reconcilekit_stale_reads_total{outcome=gave_up} grew by %v, want 1", n)
 	}
 
 	ctx, cancel := context.WithCancel(t.Context())
@@ -433,4 +438,27 @@ func TestWrapIsIdempotentAndTrackerOfFindsTheTracker(t *testing.T) {
 	if freshness.TrackerOf(c) != tracker || freshness.TrackerOf(newLaggingCache()) != nil {
 		t.Error("TrackerOf does not report the guard")
 	}
+}
+
+// staleReads reads reconcilekit_stale_reads_total{outcome} from
+// controller-runtime's registry.
+func staleReads(t *testing.T, outcome string) float64 {
+	t.Helper()
+	families, err := metrics.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() != "reconcilekit_stale_reads_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "outcome" && l.GetValue() == outcome {
+					return m.GetCounter().GetValue()
+				}
+			}
+		}
+	}
+	return 0
 }

@@ -29,11 +29,23 @@
 // does not follow links: delete linked children yourself, from a finalizer
 // or with [Prune].
 //
-// [Prune] deletes the children an owner controls or is linked to that the
-// reconciler no longer wants, with a propagation policy, and never touches
-// objects it does not own.
+// [Prune] deletes the children an owner controls that the reconciler no
+// longer wants, with a propagation policy, and never touches objects it
+// does not own. It lists them in the owner's namespace, through the
+// [IndexOwner] index when one is registered (Prune finds out by trying it;
+// through the index, no request reaches the API server), else by listing
+// the namespace; its
+// [WithListOptions] add to that namespace default, [InAllNamespaces] lists
+// every namespace, and [LinkedTo] among its list options selects linked
+// children instead. A reconciler that has listed its children already
+// hands that list to [PruneListed], which lists nothing again:
+//
+//	// in Reconcile, with the Jobs a CronJob-like owner controls in jobs:
+//	deleted, err := ownership.PruneListed(ctx, r.Client, owner, &jobs, func(o client.Object) bool {
+//		return !finishedBefore(o.(*batchv1.Job), cutoff)
+//	})
 //
 // This package changes objects in memory (SetController, SetOwner,
-// SetLink) or deletes them (Prune); creating and updating children is left
-// to the caller.
+// SetLink) or deletes them (Prune, PruneListed); creating and updating
+// children is left to the caller.
 package ownership

@@ -71,7 +71,8 @@ func ExamplePrune() {
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 
-	// The owner now wants one shard only.
+	// The owner now wants one shard only. This client has no owner index
+	// (ownership.IndexOwner): Prune finds that out and lists the namespace.
 	desired := map[string]bool{"shard-0": true}
 	deleted, err := ownership.Prune(ctx, c, owner, &corev1.ConfigMapList{},
 		func(o client.Object) bool { return desired[o.GetName()] })
@@ -91,6 +92,66 @@ func ExamplePrune() {
 	// <nil>
 	// left not-mine
 	// left shard-0
+}
+
+func ExamplePruneListed() {
+	ctx := context.Background()
+	scheme := exampleScheme()
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "nightly", UID: "uid-1"}}
+	var objs []client.Object
+	for _, name := range []string{"run-1", "run-2", "run-3"} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name}}
+		_ = ownership.SetController(owner, cm, scheme)
+		objs = append(objs, cm)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&corev1.ConfigMap{}, ownership.IndexField, ownership.ControllerUIDs).Build()
+
+	// The reconciler lists its runs once, to report how many there are...
+	runs := &corev1.ConfigMapList{}
+	if err := ownership.ListOwned(ctx, c, owner, runs); err != nil {
+		fmt.Println(err)
+	}
+	fmt.Println("runs:", len(runs.Items))
+
+	// ...and keeps the last two of them without listing again.
+	deleted, err := ownership.PruneListed(ctx, c, owner, runs,
+		func(o client.Object) bool { return o.GetName() >= "run-2" })
+	for _, d := range deleted {
+		fmt.Println("pruned", d.GetName())
+	}
+	fmt.Println(err)
+	// Output:
+	// runs: 3
+	// pruned run-1
+	// <nil>
+}
+
+func ExampleInAllNamespaces() {
+	ctx := context.Background()
+	scheme := exampleScheme()
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "db", UID: "uid-1"}}
+	// Grants in other namespaces: owner references cannot cross
+	// namespaces, links can.
+	var objs []client.Object
+	for _, ns := range []string{"team-b", "team-c"} {
+		grant := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-grant"}}
+		_ = ownership.SetLink(owner, grant, scheme)
+		objs = append(objs, grant)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
+
+	// team-c no longer gets a grant.
+	deleted, err := ownership.Prune(ctx, c, owner, &corev1.ConfigMapList{},
+		func(o client.Object) bool { return o.GetNamespace() == "team-b" },
+		ownership.WithListOptions(ownership.LinkedTo(owner)), ownership.InAllNamespaces())
+	for _, d := range deleted {
+		fmt.Println("pruned", d.GetNamespace()+"/"+d.GetName())
+	}
+	fmt.Println(err)
+	// Output:
+	// pruned team-c/db-grant
+	// <nil>
 }
 
 func ExampleListOwned() {

@@ -16,7 +16,8 @@ const IndexField = ".metadata.controllerUID"
 // IndexOwner registers, with the manager's field indexer
 // (mgr.GetFieldIndexer()), an index of objects of child's type by the UID of
 // their controller. Call it once per child type before the manager starts;
-// [ListOwned] and [ControlledBy] need it.
+// [ListOwned] and [ControlledBy] need it, and [Prune] uses it when it is
+// registered.
 //
 // The index lives in the informer cache: listing through it costs no
 // request and no write to the children, but works only with a client that

@@ -11,6 +11,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,12 +68,28 @@ func names(list *corev1.ConfigMapList) []string {
 func cachedClient(t *testing.T, ns string) client.Client {
 	t.Helper()
 	env.Require(t)
-	informers, err := cache.New(env.Config, cache.Options{Scheme: env.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	return cachedClientFor(t, env.Config, true, ns)
+}
+
+// cachedClientFor starts an informer cache of namespaces on cfg, with the
+// IndexOwner index on ConfigMaps when index is true, and returns a client
+// that reads from it and writes through cfg, as a manager's client does.
+func cachedClientFor(t *testing.T, cfg *rest.Config, index bool, namespaces ...string) client.Client {
+	t.Helper()
+	byNamespace := map[string]cache.Config{}
+	for _, ns := range namespaces {
+		byNamespace[ns] = cache.Config{}
+	}
+	informers, err := cache.New(cfg, cache.Options{Scheme: env.Scheme, DefaultNamespaces: byNamespace})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := ownership.IndexOwner(t.Context(), informers, &corev1.ConfigMap{}); err != nil {
-		t.Fatalf("IndexOwner: %v", err)
+	if index {
+		if err := ownership.IndexOwner(t.Context(), informers, &corev1.ConfigMap{}); err != nil {
+			t.Fatalf("IndexOwner: %v", err)
+		}
+	} else if _, err := informers.GetInformer(t.Context(), &corev1.ConfigMap{}); err != nil {
+		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error, 1)
@@ -86,7 +103,7 @@ func cachedClient(t *testing.T, ns string) client.Client {
 	if !informers.WaitForCacheSync(ctx) {
 		t.Fatal("cache did not sync")
 	}
-	c, err := client.New(env.Config, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme, Cache: &client.CacheOptions{Reader: informers}})
 	if err != nil {
 		t.Fatal(err)
 	}

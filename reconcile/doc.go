@@ -52,6 +52,60 @@
 // summary transitions become Kubernetes events: by default one Normal event
 // when an object becomes Ready, and Warnings.
 //
+// # Event filters
+//
+// Every status write of a Loop is an update event of the object it
+// reconciles. Give For() the filter [Predicate], so that the Loop wakes
+// for what it acts on (creation, spec changes, deletion, a finalizer
+// removed by someone else, periodic resyncs) and not for its own writes:
+//
+//	ctrl.NewControllerManagedBy(mgr).
+//		For(&v1.Website{}, builder.WithPredicates(reconcile.Predicate())).
+//		Owns(&appsv1.Deployment{}).
+//		Complete(loop)
+//
+// Without it each status write costs one more reconcile, and a permanent
+// error is reconciled, and logged, twice.
+//
+// # What your API type must implement
+//
+// A Loop[T] reconciles a pointer to a struct (*v1.Website) that has a
+// status subresource (+kubebuilder:subresource:status) and is an [Object]:
+// a client.Object (the embedded ObjectMeta and controller-gen's
+// DeepCopyObject make it one) and a [status.Setter], with GetConditions and
+// SetConditions over a status.conditions list of metav1.Condition. With
+// GetObservedGeneration and SetObservedGeneration over
+// status.observedGeneration too ([status.ObservedGenerationSetter]), the
+// Loop also keeps status.observedGeneration; without them only the
+// conditions record the generation they observed. Package status needs the
+// same methods. Paste them next to your type, and
+// var _ reconcile.Object = (*v1.Website)(nil) in your controller, where the
+// compiler then says what is missing:
+//
+//	// GetConditions returns the Website's status conditions.
+//	func (w *Website) GetConditions() []metav1.Condition { return w.Status.Conditions }
+//
+//	// SetConditions replaces the Website's status conditions.
+//	func (w *Website) SetConditions(c []metav1.Condition) { w.Status.Conditions = c }
+//
+//	// GetObservedGeneration returns status.observedGeneration.
+//	func (w *Website) GetObservedGeneration() int64 { return w.Status.ObservedGeneration }
+//
+//	// SetObservedGeneration sets status.observedGeneration.
+//	func (w *Website) SetObservedGeneration(g int64) { w.Status.ObservedGeneration = g }
+//
+// over these fields of WebsiteStatus:
+//
+//	// ObservedGeneration is the metadata.generation this status describes.
+//	// +optional
+//	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+//
+//	// Conditions are Ready, Reconciling and Stalled (kstatus).
+//	// +optional
+//	// +listType=map
+//	// +listMapKey=type
+//	Conditions []metav1.Condition `json:"conditions,omitempty"`
+//
 // # Performance
 //
 // Deciding "equal?" runs on every reconcile of a converged object, so Diff

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
 )
@@ -115,13 +117,19 @@ func (e Events) String() string {
 //     changes. status.observedGeneration is set whenever the conditions
 //     were decided for the current generation.
 //  5. Write the status subresource only if it changed ([status.Writer]):
-//     an unchanged object costs no write at all.
+//     an unchanged object costs no write at all, and with
+//     FirstStatusWithin a new object's first in-progress status waits for
+//     the imminent reconcile that replaces it.
 //  6. Record an event when a status write changed the summary, as Events
 //     says; never on a reconcile that changed nothing, nor when the write
 //     found the server already holding the same summary.
 //  7. Return what the decision says. A failed status write is decided
 //     again, joined with Sync's error, so it is never lost and never hides
 //     Sync's error.
+//
+// Every read and write of the loop goes through a client guarded by
+// [freshness]: a reconcile never acts on a cached copy of the object older
+// than this process's last write of it (see the Freshness field).
 //
 // The zero Loop is not usable: set Client and Sync. Everything else is
 // optional. A Loop is safe for concurrent use by several workers; use it by
@@ -152,7 +160,27 @@ type Loop[T Object] struct {
 	FieldOwner string
 	// Clock stamps condition transitions. Nil means the real clock.
 	Clock clock.PassiveClock
+	// FirstStatusWithin lets the first status of a new object wait for
+	// the reconcile that makes it worth writing: when an object has no
+	// summary condition yet, Sync reports InProgress without error, and its
+	// Requeue comes before the object is FirstStatusWithin old, nothing is
+	// written; the requeued reconcile writes the status it finds then (an
+	// At created seconds before its schedule goes straight to RUNNING, as
+	// a hand-written controller would, saving a write). Zero, the default,
+	// writes every status change at once.
+	FirstStatusWithin time.Duration
+	// Freshness keeps the loop from acting on a cached copy of the object
+	// older than its own writes (status, finalizers). Nil means a Tracker
+	// of the loop's own, without informers: a stale read is then retried
+	// shortly (a quiet requeue) instead of waited for. Give a Tracker with
+	// the manager's informers (Informers: mgr.GetCache()) to wait for the
+	// cache instead, and guard Sync's own client with the same Tracker. A
+	// Client that is already guarded (freshness.Tracker.Wrap, or
+	// Tracker.NewClient in the manager's options) is used as it is.
+	Freshness *freshness.Tracker
 
+	// client is Client, guarded; set once, with validation.
+	client client.Client
 	// defaultPolicy is used when Policy is nil: one per Loop, as a Policy
 	// keeps per-request state.
 	defaultPolicy requeue.Policy
@@ -190,7 +218,19 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if l == nil {
 		return ctrl.Result{}, crreconcile.TerminalError(l.Validate())
 	}
-	l.validateOnce.Do(func() { l.invalid = l.Validate() })
+	l.validateOnce.Do(func() {
+		if l.invalid = l.Validate(); l.invalid != nil {
+			return
+		}
+		l.client = l.Client
+		if freshness.TrackerOf(l.Client) == nil {
+			tracker := l.Freshness
+			if tracker == nil {
+				tracker = &freshness.Tracker{}
+			}
+			l.client = tracker.Wrap(l.Client)
+		}
+	})
 	if l.invalid != nil {
 		return ctrl.Result{}, crreconcile.TerminalError(l.invalid)
 	}
@@ -199,7 +239,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		policy = &l.defaultPolicy
 	}
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-	if err := l.Client.Get(ctx, req.NamespacedName, obj); err != nil {
+	if err := l.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
 			return ctrl.Result{}, nil
 		}
@@ -210,7 +250,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if l.APIReader != nil {
 		fopts = append(fopts, finalizer.WithAPIReader(l.APIReader))
 	}
-	writer := status.Writer{Client: l.Client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
+	writer := status.Writer{Client: l.client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
 	r := run[T]{l: l, policy: policy, req: req, obj: obj}
 
 	if !obj.GetDeletionTimestamp().IsZero() {
@@ -218,13 +258,13 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 			return ctrl.Result{}, nil
 		}
 		r.begin(&writer)
-		_, err := l.Finalizers.Run(ctx, l.Client, obj, fopts...)
+		_, err := l.Finalizers.Run(ctx, l.client, obj, fopts...)
 		// A failed cleanup keeps its finalizer, so the object stays: say
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
 	}
 	if l.Finalizers != nil {
-		if _, err := l.Finalizers.AddAll(ctx, l.Client, obj, fopts...); err != nil {
+		if _, err := l.Finalizers.AddAll(ctx, l.client, obj, fopts...); err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {
 				// Deletion began after our read: run the cleanups now.
 				return policy.Decide(ctx, req, requeue.After(0), nil).Return()
@@ -263,6 +303,9 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 		opts = append(opts, status.WithClock(r.l.Clock))
 	}
 	switch {
+	case err == nil && synced && r.before == (summary{}) && r.l.deferFirstStatus(r.obj, p):
+		// The next reconcile, moments away, writes the status.
+		return d.Return()
 	case err == nil && synced:
 		switch p.State {
 		case InProgress:
@@ -294,6 +337,28 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 		r.l.recordTransition(r.obj, after, err != nil)
 	}
 	return d.Return()
+}
+
+// deferFirstStatus reports whether the status of obj, read without a
+// summary, may wait for the requeue p asks for (see Loop.FirstStatusWithin).
+func (l *Loop[T]) deferFirstStatus(obj T, p Progress) bool {
+	if l.FirstStatusWithin <= 0 || p.State != InProgress || p.Requeue.RequeueAfter <= 0 {
+		return false
+	}
+	created := obj.GetCreationTimestamp()
+	if created.IsZero() {
+		return false
+	}
+	var clk clock.PassiveClock = clock.RealClock{}
+	if l.Clock != nil {
+		clk = l.Clock
+	}
+	// The object is new by this clock (a clock behind the API server's
+	// never makes an old object look new for long), and the next reconcile
+	// comes before it is FirstStatusWithin old.
+	age := clk.Now().Sub(created.Time)
+	// (Compared without adding: a requeue years away saturates Duration.)
+	return age >= 0 && age < l.FirstStatusWithin && p.Requeue.RequeueAfter < l.FirstStatusWithin-age
 }
 
 // summary is the part of the kstatus conditions whose change is worth an
@@ -335,4 +400,5 @@ func (l *Loop[T]) recordTransition(obj T, s summary, failed bool) {
 		reason = s.typ
 	}
 	l.Recorder.Eventf(obj, nil, eventType, reason, s.typ, "%s", note)
+	eventsTotal.WithLabelValues(eventType).Inc()
 }

@@ -12,6 +12,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -363,5 +364,122 @@ func TestLoopRefusesANonPointerTypeAtSetup(t *testing.T) {
 	}
 	if _, err := l.Reconcile(t.Context(), crreconcile.Request{}); !errors.Is(err, reconcile.ErrInvalidLoop) || !errors.Is(err, crreconcile.TerminalError(nil)) {
 		t.Errorf("Reconcile = %v, want ErrInvalidLoop as a terminal error, not a panic", err)
+	}
+}
+
+// TestLoopRecordsNoEventWhenAStaleWriteFindsNothingToChange proves an event
+// is recorded only when a status write changed the summary: a reconcile of
+// a stale copy (here without the freshness guard's memory, as after a
+// restart) computes Ready over an old status, its patch is refused (409),
+// the writer re-reads and finds the server already Ready: no write, no
+// event.
+func TestLoopRecordsNoEventWhenAStaleWriteFindsNothingToChange(t *testing.T) {
+	c := env.Client(t)
+	req := createWidget(t, c, env.Namespace(t), "same")
+	stale := getWidget(t, c, req) // before the first reconcile: no conditions
+	newLoop := func(cl client.Client, rec events.EventRecorder) *reconcile.Loop[*testapi.Widget] {
+		return &reconcile.Loop[*testapi.Widget]{
+			Client:   cl,
+			Recorder: rec,
+			Policy:   &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
+			Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+				w.Status.Phase = w.Spec.Message
+				return reconcile.Progress{Reason: "Said"}, nil
+			},
+		}
+	}
+	first := events.NewFakeRecorder(4)
+	if _, err := newLoop(c, first).Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(first.Events); n != 1 {
+		t.Fatalf("the first reconcile recorded %d events, want 1 (Ready)", n)
+	}
+
+	var counter reconciletest.Counter
+	lagging := interceptor.NewClient(c, interceptor.Funcs{
+		Get: func(ctx context.Context, cl client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if w, ok := obj.(*testapi.Widget); ok && key == req.NamespacedName {
+				stale.DeepCopyInto(w)
+				return nil
+			}
+			return cl.Get(ctx, key, obj, opts...)
+		},
+	})
+	second := events.NewFakeRecorder(4)
+	loop := newLoop(counter.Wrap(lagging), second)
+	loop.APIReader = c // the writer's re-read after the conflict sees the server
+	if _, err := loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	var refused, accepted int
+	for _, r := range counter.Requests() {
+		if r.Verb.IsWrite() {
+			if r.Err != nil {
+				refused++
+			} else {
+				accepted++
+			}
+		}
+	}
+	if refused != 1 || accepted != 0 {
+		t.Fatalf("status writes: %d refused, %d accepted; want the stale patch refused and nothing written after the re-read", refused, accepted)
+	}
+	if got := drainEvents(second); len(got) != 0 {
+		t.Errorf("a reconcile that changed nothing recorded %q, want no event", got)
+	}
+}
+
+// TestLoopFirstStatusWithinSkipsOnlyAStatusTheNextReconcileReplaces proves
+// FirstStatusWithin: a new object's in-progress status is not written when
+// the requeue comes within the window after its creation; anything else is
+// written at once (a requeue past the window, Done, an object that already
+// shows a summary, a clock that reads the object as not new).
+func TestLoopFirstStatusWithinSkipsOnlyAStatusTheNextReconcileReplaces(t *testing.T) {
+	inProgress := func(after time.Duration) reconcile.Progress {
+		return reconcile.Progress{State: reconcile.InProgress, Reason: "Waiting", Requeue: ctrl.Result{RequeueAfter: after}}
+	}
+	tests := []struct {
+		name      string
+		age       time.Duration // of the object, by the loop's clock
+		shown     bool          // the object already has a summary
+		progress  reconcile.Progress
+		wantWrite bool
+	}{
+		{"due within the window: skipped", time.Second, false, inProgress(3 * time.Second), false},
+		{"due after the window: written", time.Second, false, inProgress(20 * time.Second), true},
+		{"old object: written", 9 * time.Second, false, inProgress(3 * time.Second), true},
+		{"already shown: written", time.Second, true, inProgress(3 * time.Second), true},
+		{"done: written", time.Second, false, reconcile.Progress{}, true},
+		{"no requeue: written", time.Second, false, inProgress(0), true},
+		{"clock behind the server: written", -time.Minute, false, inProgress(3 * time.Second), true},
+		{"requeue that saturates Duration: written", time.Second, false, inProgress(time.Duration(1<<63 - 1)), true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f, c := newLoopFixture(t)
+			req := createWidget(t, c, env.Namespace(t), "s")
+			w := getWidget(t, c, req)
+			if tt.shown {
+				status.MarkReconciling(w, "Earlier", "")
+				if err := c.Status().Update(t.Context(), w); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f.loop.FirstStatusWithin = 10 * time.Second
+			f.loop.Clock = clocktesting.NewFakePassiveClock(w.CreationTimestamp.Add(tt.age))
+			f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+				w.Status.Phase = "working"
+				return tt.progress, nil
+			}
+			res, err := f.loop.Reconcile(t.Context(), req)
+			if err != nil || res != tt.progress.Requeue {
+				t.Fatalf("Reconcile = %+v, %v; want %+v", res, err, tt.progress.Requeue)
+			}
+			wrote := statusWrites(f.counter.Requests()) > 0
+			if wrote != tt.wantWrite {
+				t.Errorf("status written = %v, want %v", wrote, tt.wantWrite)
+			}
+		})
 	}
 }

@@ -210,6 +210,7 @@ func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Res
 	if err != nil {
 		d.Result.Priority = res.Priority
 	}
+	observeMetric(d)
 	if p.Observe != nil {
 		p.Observe(ctx, d)
 	} else {

@@ -180,6 +180,19 @@ func statusOf(obj client.Object) (map[string]any, error) {
 // the error returned after MaxAttempts conflicts, and apierrors.IsNotFound
 // when the object is gone.
 func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
+	changed, err = s.write(ctx)
+	switch {
+	case err != nil:
+		writesTotal.WithLabelValues("failed").Inc()
+	case changed:
+		writesTotal.WithLabelValues("written").Inc()
+	default:
+		writesTotal.WithLabelValues("unchanged").Inc()
+	}
+	return changed, err
+}
+
+func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
 	if err := s.valid(); err != nil {
 		return false, err
 	}
@@ -221,6 +234,7 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 		if !apierrors.IsConflict(err) {
 			return false, s.wrap(err)
 		}
+		writesTotal.WithLabelValues("conflict").Inc()
 		if attempt >= maxAttempts {
 			return false, s.wrap(fmt.Errorf("gave up after %d conflicting attempts: %w", attempt, err))
 		}

@@ -39,6 +39,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -202,6 +203,8 @@ func run(ctx context.Context, o *options) error {
 		RetryPeriod:             &o.retryPeriod,
 		// Safe because the process exits as soon as the manager returns.
 		LeaderElectionReleaseOnCancel: true,
+		// Cache only the Pods of Ats, not every Pod of the cluster.
+		Cache: cache.Options{ByObject: controller.CacheByObject()},
 	})
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)

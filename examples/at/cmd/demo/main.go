@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -51,7 +52,8 @@ const nodeName = "kwok-node-0"
 
 func main() {
 	crdDir := flag.String("crd-dir", "examples/at/config/crd", "directory of the At CRD")
-	in := flag.Duration("in", 5*time.Second, "schedule the sample At this far ahead")
+	// Past controller.FirstStatusWithin, so the demo shows PENDING too.
+	in := flag.Duration("in", controller.FirstStatusWithin+2*time.Second, "schedule the sample At this far ahead")
 	keep := flag.Bool("keep", false, "keep running after the sample is DONE, until Ctrl-C")
 	verbose := flag.Bool("v", false, "show the controller's logs")
 	flag.Parse()
@@ -173,6 +175,7 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool) (err e
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
+		Cache:                  cache.Options{ByObject: controller.CacheByObject()},
 	})
 	if err != nil {
 		return err

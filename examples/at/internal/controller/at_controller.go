@@ -9,6 +9,8 @@
 //   - errors.Permanent turns a schedule that cannot be parsed into a
 //     Stalled condition and one Warning event instead of a retry loop.
 //   - finalizer deletes a running Pod when its At is deleted.
+//   - freshness keeps every read (the At, its Pod) at least as new as this
+//     process's last write, so a reconcile never acts on a stale copy.
 package controller
 
 import (
@@ -20,11 +22,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -34,6 +39,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/errors"
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/requeue"
 )
@@ -59,11 +65,10 @@ const (
 
 // AtReconciler holds what the At logic needs. Build it with [New].
 type AtReconciler struct {
-	client    client.Client
-	apiReader client.Reader
-	scheme    *runtime.Scheme
-	recorder  events.EventRecorder
-	clock     clock.PassiveClock
+	client   client.Client
+	scheme   *runtime.Scheme
+	recorder events.EventRecorder
+	clock    clock.PassiveClock
 }
 
 // Options wires the At reconciler. [SetupWithManager] fills the zero fields
@@ -81,11 +86,20 @@ type Options struct {
 	Clock clock.PassiveClock
 	// Policy maps errors to requeues. Nil means requeue's defaults.
 	Policy *requeue.Policy
+	// Informers are the manager's cache informers (mgr.GetCache()): a read
+	// older than this controller's last write waits for their events. Nil
+	// means a stale read is retried shortly instead.
+	Informers cache.Informers
 	// Workers is how many Ats are reconciled at once (different Ats only:
 	// the workqueue never hands one At to two workers). Zero means
 	// [DefaultWorkers].
 	Workers int
 }
+
+// FirstStatusWithin is how soon after its creation an At must fall due for
+// its PENDING status to be skipped: the RUNNING status, written moments
+// later, says more (see reconcile.Loop.FirstStatusWithin).
+const FirstStatusWithin = 10 * time.Second
 
 // DefaultWorkers is the default of Options.Workers. A reconcile spends its
 // time waiting for the API server, so a few workers keep it busy when many
@@ -105,20 +119,29 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 	if o.Clock == nil {
 		o.Clock = clock.RealClock{}
 	}
-	r := &AtReconciler{client: o.Client, apiReader: o.APIReader, scheme: o.Scheme, recorder: o.Recorder, clock: o.Clock}
+	// One guarded client for the loop and the At's own reads and writes, so
+	// that neither acts on a copy older than the other's last write.
+	c := o.Client
+	if freshness.TrackerOf(c) == nil {
+		c = (&freshness.Tracker{Informers: o.Informers}).Wrap(c)
+	}
+	r := &AtReconciler{client: c, scheme: o.Scheme, recorder: o.Recorder, clock: o.Clock}
 	fin := &finalizer.Registry[*atv1.At]{}
 	if err := fin.Register(PodCleanupFinalizer, finalizer.Func[*atv1.At](r.deletePod)); err != nil {
 		return nil, err
 	}
 	loop := &reconcile.Loop[*atv1.At]{
-		Client:     r.client,
-		APIReader:  r.apiReader,
-		Sync:       r.sync,
-		Finalizers: fin,
-		Policy:     o.Policy,
-		Recorder:   r.recorder,
-		FieldOwner: Name,
-		Clock:      r.clock,
+		// An At due within seconds of its creation goes straight from no
+		// status to RUNNING: its PENDING would be overwritten moments later.
+		FirstStatusWithin: FirstStatusWithin,
+		Client:            r.client,
+		APIReader:         o.APIReader,
+		Sync:              r.sync,
+		Finalizers:        fin,
+		Policy:            o.Policy,
+		Recorder:          r.recorder,
+		FieldOwner:        Name,
+		Clock:             r.clock,
 	}
 	return loop, loop.Validate()
 }
@@ -133,6 +156,23 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 // +kubebuilder:rbac:groups=cnat.reconcilekit.dev,resources=ats/finalizers,verbs=update
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;create;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
+// CacheByObject returns the manager cache settings the At controller needs:
+// Pods are cached only when they carry [AtUIDLabel], that is when an At
+// created them, so that a cluster full of other Pods costs the controller
+// neither memory nor watch traffic. Pass it in the manager's options:
+//
+//	ctrl.Options{Cache: cache.Options{ByObject: controller.CacheByObject()}}
+//
+// A Pod whose label someone removed is then invisible to the controller, as
+// it is to the At's watch.
+func CacheByObject() map[client.Object]cache.ByObject {
+	hasAt, err := labels.NewRequirement(AtUIDLabel, selection.Exists, nil)
+	if err != nil {
+		panic(err) // a constant, valid label key
+	}
+	return map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAt)}}
+}
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods
 // they own. Status-only updates of an At (our own writes) do not trigger a
@@ -151,6 +191,9 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if o.Recorder == nil {
 		o.Recorder = mgr.GetEventRecorder(Name)
 	}
+	if o.Informers == nil {
+		o.Informers = mgr.GetCache()
+	}
 	loop, err := New(o)
 	if err != nil {
 		return err
@@ -160,7 +203,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		workers = DefaultWorkers
 	}
 	return ctrl.NewControllerManagedBy(mgr).
-		For(&atv1.At{}, builder.WithPredicates(predicate.Or[client.Object](predicate.GenerationChangedPredicate{}, finalizer.Predicate()))).
+		For(&atv1.At{}, builder.WithPredicates(reconcile.Predicate())).
 		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished())).
 		Named("at").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
@@ -214,12 +257,9 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) error {
 	pod := &corev1.Pod{}
 	key := client.ObjectKey{Namespace: at.Namespace, Name: at.Status.PodName}
+	// The guarded client waits for a Pod this controller created a moment
+	// ago rather than report it missing.
 	err := r.client.Get(ctx, key, pod)
-	if apierrors.IsNotFound(err) {
-		// The cache may not have seen a Pod created a moment ago: ask the
-		// API server before concluding that it is gone.
-		err = r.apiReader.Get(ctx, key, pod)
-	}
 	switch {
 	case apierrors.IsNotFound(err):
 		// Someone deleted the Pod before it finished. An At runs its command

@@ -1,0 +1,66 @@
+package guidetest
+
+import (
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step0"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step1"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step2"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step3"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step4"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step5"
+)
+
+// Steps are the guide's steps in order, each wired as its main.go would
+// (the reconciler built from the manager's client and scheme), with the
+// reconciler wrapped for the tests.
+var Steps = []Step{{
+	Package: "step0",
+	Adopts:  "nothing: the scaffolded reconciler",
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step0.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		return r.Watches(mgr).Complete(wrap(r))
+	},
+}, {
+	Package: "step1",
+	Adopts:  "`errors`, `requeue.Policy`",
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step1.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		return r.Watches(mgr).Complete(wrap(r))
+	},
+}, {
+	Package: "step2",
+	Adopts:  "`status`",
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step2.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		return r.Watches(mgr).Complete(wrap(r))
+	},
+}, {
+	Package: "step3",
+	Adopts:  "`finalizer`",
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step3.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		return r.Watches(mgr).Complete(wrap(r))
+	},
+}, {
+	Package: "step4",
+	Adopts:  "`reconcile.Ensure`",
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step4.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		return r.Watches(mgr).Complete(wrap(r))
+	},
+}, {
+	Package:       "step5",
+	Adopts:        "`reconcile.Loop`, `reconcile.Predicate`",
+	RecordsEvents: true,
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step5.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
+			Recorder: mgr.GetEventRecorder("website")}
+		loop, err := r.Loop()
+		if err != nil {
+			return err
+		}
+		return r.Watches(mgr).Complete(wrap(loop))
+	},
+}}

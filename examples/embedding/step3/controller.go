@@ -1,0 +1,202 @@
+// Package step3 is step 3 of the embedding guide (docs/embedding.md): the
+// reconciler of step2 with reconcilekit's finalizer package. Adding and
+// removing the finalizer are patches of metadata.finalizers that carry the
+// resourceVersion, so they never drop a finalizer another writer added
+// meanwhile, retry a conflict by reading the object again, never add a
+// finalizer to an object being deleted, and send nothing when there is
+// nothing to change.
+package step3
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/validation"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
+	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/requeue"
+	"github.com/reconcilekit/reconcilekit/status"
+)
+
+// RecordFinalizer deletes a Website's DNS record before the Website goes.
+const RecordFinalizer = "embedding.reconcilekit.dev/dns-record"
+
+// ReasonInvalidHostname is the condition reason of a hostname that is not a
+// DNS name.
+const ReasonInvalidHostname = "InvalidHostname"
+
+// WebsiteReconciler reconciles a Website object.
+type WebsiteReconciler struct {
+	client.Client
+	Scheme *runtime.Scheme
+	// Directory is the namespace of the DNS records.
+	Directory string
+	// Policy decides what an error means and what to return. Its zero
+	// value is ready to use.
+	Policy requeue.Policy
+}
+
+// +kubebuilder:rbac:groups=embedding.reconcilekit.dev,resources=websites,verbs=get;list;watch;update;patch
+// +kubebuilder:rbac:groups=embedding.reconcilekit.dev,resources=websites/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=embedding.reconcilekit.dev,resources=websites/finalizers,verbs=update
+// +kubebuilder:rbac:groups=apps,resources=deployments,verbs=get;list;watch;create;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+
+// Reconcile moves the cluster towards the Website's spec and reports how
+// far it got on the Website's conditions.
+func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	site := &webv1.Website{}
+	if err := r.Get(ctx, req.NamespacedName, site); err != nil {
+		return r.Policy.Result(ctx, req, ctrl.Result{}, client.IgnoreNotFound(err))
+	}
+
+	if !site.DeletionTimestamp.IsZero() {
+		return r.Policy.Result(ctx, req, ctrl.Result{}, r.finalize(ctx, site))
+	}
+	if _, err := finalizer.Add(ctx, r.Client, site, RecordFinalizer); err != nil {
+		return r.Policy.Result(ctx, req, ctrl.Result{}, err)
+	}
+
+	writer := status.Writer{Client: r.Client}
+	snapshot := writer.Snapshot(site)
+	err := r.sync(ctx, site)
+	d := r.Policy.Decide(ctx, req, ctrl.Result{}, err)
+	switch {
+	case err == nil:
+		status.MarkReady(site, "Deployed", "serving "+site.Spec.Hostname)
+		status.ObserveGeneration(site)
+	case d.Report:
+		status.MarkFailure(site, err, d.Class)
+		status.ObserveGeneration(site)
+	}
+	if _, werr := snapshot.Write(ctx); werr != nil {
+		return r.Policy.Result(ctx, req, ctrl.Result{}, errors.Join(err, fmt.Errorf("write status: %w", werr)))
+	}
+	return d.Return()
+}
+
+// sync makes the Website's children what its spec says.
+func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) error {
+	if errs := validation.IsDNS1123Subdomain(site.Spec.Hostname); len(errs) > 0 {
+		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
+		return errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
+	}
+	if err := r.reconcileDeployment(ctx, site); err != nil {
+		return fmt.Errorf("deployment: %w", err)
+	}
+	if err := r.reconcileRecord(ctx, site); err != nil {
+		return fmt.Errorf("dns record: %w", err)
+	}
+	return nil
+}
+
+// finalize deletes the DNS record, then the finalizer.
+func (r *WebsiteReconciler) finalize(ctx context.Context, site *webv1.Website) error {
+	if !controllerutil.ContainsFinalizer(site, RecordFinalizer) {
+		return nil
+	}
+	if err := r.deleteRecord(ctx, site); err != nil {
+		return fmt.Errorf("delete dns record: %w", err)
+	}
+	_, err := finalizer.Remove(ctx, r.Client, site, RecordFinalizer)
+	return err
+}
+
+func (r *WebsiteReconciler) reconcileDeployment(ctx context.Context, site *webv1.Website) error {
+	want := desiredDeployment(site)
+	if err := ctrl.SetControllerReference(site, want, r.Scheme); err != nil {
+		return err
+	}
+	found := &appsv1.Deployment{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), found)
+	if apierrors.IsNotFound(err) {
+		return r.Create(ctx, want)
+	}
+	if err != nil {
+		return err
+	}
+	found.Spec = want.Spec
+	return r.Update(ctx, found)
+}
+
+func (r *WebsiteReconciler) reconcileRecord(ctx context.Context, site *webv1.Website) error {
+	want := desiredRecord(site, r.Directory)
+	found := &corev1.ConfigMap{}
+	err := r.Get(ctx, client.ObjectKeyFromObject(want), found)
+	if apierrors.IsNotFound(err) {
+		return r.Create(ctx, want)
+	}
+	if err != nil {
+		return err
+	}
+	if reflect.DeepEqual(found.Data, want.Data) {
+		return nil
+	}
+	found.Data = want.Data
+	return r.Update(ctx, found)
+}
+
+func (r *WebsiteReconciler) deleteRecord(ctx context.Context, site *webv1.Website) error {
+	record := desiredRecord(site, r.Directory)
+	if err := r.Delete(ctx, record); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return nil
+}
+
+// SetupWithManager sets up the controller with the Manager.
+func (r *WebsiteReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	return r.Watches(mgr).Complete(r)
+}
+
+// Watches says what the controller watches. SetupWithManager completes it
+// with r; the guide's tests complete it with r wrapped, to count its
+// reconciles.
+func (r *WebsiteReconciler) Watches(mgr ctrl.Manager) *builder.Builder {
+	return ctrl.NewControllerManagedBy(mgr).
+		For(&webv1.Website{}).
+		Owns(&appsv1.Deployment{}).
+		Named("website")
+}
+
+func desiredDeployment(site *webv1.Website) *appsv1.Deployment {
+	labels := map[string]string{"app.kubernetes.io/name": "website", "app.kubernetes.io/instance": site.Name}
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: site.Namespace, Name: site.Name, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: site.Spec.Replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{
+					Name:  "web",
+					Image: site.Spec.Image,
+					Ports: []corev1.ContainerPort{{Name: "http", ContainerPort: 80}},
+				}}},
+			},
+		},
+	}
+}
+
+// desiredRecord is the Website's DNS record, named after the Website's
+// namespace and name (a dot cannot occur in a namespace name, so two
+// Websites never share a record).
+func desiredRecord(site *webv1.Website, directory string) *corev1.ConfigMap {
+	return &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: directory, Name: site.Namespace + "." + site.Name},
+		Data:       map[string]string{"hostname": site.Spec.Hostname, "target": site.Namespace + "/" + site.Name},
+	}
+}

@@ -1,0 +1,203 @@
+package freshness_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
+	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
+	"github.com/reconcilekit/reconcilekit/requeue"
+	"github.com/reconcilekit/reconcilekit/status"
+)
+
+var env testenv.Env
+
+func TestMain(m *testing.M) {
+	testenv.Main(m, &env, testenv.Options{
+		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
+		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
+	})
+}
+
+// cacheLag is how far behind the API server the managers' caches run in
+// these tests: far longer than the time between two reconciles.
+const cacheLag = 700 * time.Millisecond
+
+// TestNoSecondChildFromALaggingCache runs, under a real manager whose cache
+// lags on purpose, the classic mistake: a reconciler that lists its children
+// and creates one (with generateName) when it sees none, and runs again
+// every 20ms. Unguarded it creates a child on nearly every run until the
+// cache catches up; guarded (Tracker.NewClient in the manager's options), the
+// List waits for the child it created, so there is exactly one.
+func TestNoSecondChildFromALaggingCache(t *testing.T) {
+	for _, guarded := range []bool{false, true} {
+		t.Run(fmt.Sprintf("guarded=%v", guarded), func(t *testing.T) {
+			ns := env.Namespace(t)
+			var opts manager.Options
+			if guarded {
+				opts.NewClient = (&freshness.Tracker{}).NewClient
+			}
+			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: cacheLag}, Options: opts})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := mgr.GetClient()
+			var runs atomic.Int32
+			r := crreconcile.Func(func(ctx context.Context, req crreconcile.Request) (crreconcile.Result, error) {
+				if runs.Add(1) > 40 {
+					return crreconcile.Result{}, nil
+				}
+				var children corev1.ConfigMapList
+				if err := c.List(ctx, &children, client.InNamespace(ns), client.MatchingLabels{"owner": req.Name}); err != nil {
+					return crreconcile.Result{}, err
+				}
+				if len(children.Items) == 0 {
+					child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, GenerateName: req.Name + "-",
+						Labels: map[string]string{"owner": req.Name}}}
+					if err := c.Create(ctx, child); err != nil {
+						return crreconcile.Result{}, err
+					}
+				}
+				return crreconcile.Result{RequeueAfter: 20 * time.Millisecond}, nil
+			})
+			isOwner := predicate.NewPredicateFuncs(func(o client.Object) bool { return o.GetName() == "owner" })
+			if err := ctrl.NewControllerManagedBy(mgr).For(&corev1.ConfigMap{}, builder.WithPredicates(isOwner)).Named("children").Complete(r); err != nil {
+				t.Fatal(err)
+			}
+			mgr.Run(t)
+			api := env.Client(t)
+			if err := api.Create(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}}); err != nil {
+				t.Fatal(err)
+			}
+			// Wait for the 40 runs (each waits for the cache at most once).
+			if err := env.WaitFor(t.Context(), &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "owner"}},
+				"40 reconciles", func() bool { return runs.Load() > 40 }); err != nil {
+				t.Fatal(err)
+			}
+			var children corev1.ConfigMapList
+			if err := api.List(t.Context(), &children, client.InNamespace(ns), client.MatchingLabels{"owner": "owner"}); err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case guarded && len(children.Items) != 1:
+				t.Errorf("guarded: %d children, want exactly 1", len(children.Items))
+			case !guarded && len(children.Items) < 2:
+				// The control: without the guard the lagging cache must
+				// fool the reconciler, or this test proves nothing.
+				t.Errorf("unguarded: %d children; the lagging cache did not produce the bug this test guards against", len(children.Items))
+			}
+		})
+	}
+}
+
+// TestALoopNeverActsOnItsOwnStaleWrites runs a reconcile.Loop (finalizer,
+// five status steps, events on every transition) under a real manager whose
+// cache lags far behind its writes, with the manager's informers in the
+// loop's Tracker. Sync never sees a status older than the loop last wrote;
+// no write is refused with a conflict; each transition is one event; the
+// object ends Ready.
+func TestALoopNeverActsOnItsOwnStaleWrites(t *testing.T) {
+	ns := env.Namespace(t)
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: cacheLag}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu      sync.Mutex
+		written = map[string]int{} // the step each widget's status last reached
+	)
+	fin := &finalizer.Registry[*testapi.Widget]{}
+	if err := fin.Register("testing.reconcilekit.io/cleanup", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error { return nil })); err != nil {
+		t.Fatal(err)
+	}
+	rec := events.NewFakeRecorder(100)
+	const steps = 5
+	loop := &reconcile.Loop[*testapi.Widget]{
+		Client:     mgr.GetClient(),
+		APIReader:  mgr.GetAPIReader(),
+		Finalizers: fin,
+		Recorder:   rec,
+		Events:     reconcile.EventsOnTransitions,
+		Freshness:  &freshness.Tracker{Informers: mgr.GetCache(), MaxWait: 10 * time.Second},
+		Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
+		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+			step := len(w.Status.Phase)
+			mu.Lock()
+			defer mu.Unlock()
+			if step < written[w.Name] {
+				t.Errorf("%s: Sync saw step %d after the loop wrote step %d: a stale read", w.Name, step, written[w.Name])
+			}
+			if step < steps {
+				w.Status.Phase += "+"
+				written[w.Name] = step + 1
+				return reconcile.Progress{State: reconcile.InProgress, Reason: fmt.Sprintf("Step%d", step+1),
+					Requeue: crreconcile.Result{RequeueAfter: 10 * time.Millisecond}}, nil
+			}
+			return reconcile.Progress{Reason: "Done"}, nil
+		},
+	}
+	if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}).Named("stale-loop").Complete(mgr.Reconciler(loop)); err != nil {
+		t.Fatal(err)
+	}
+	mgr.Run(t)
+	api := env.Client(t)
+	const widgets = 3
+	for i := range widgets {
+		if err := api.Create(t.Context(), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("w", i)}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range widgets {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprint("w", i)}}
+		if err := env.WaitForCondition(t.Context(), w, status.TypeReady, metav1.ConditionTrue); err != nil {
+			t.Fatal(err)
+		}
+		if w.Status.Phase != strings.Repeat("+", steps) || len(w.Finalizers) != 1 {
+			t.Errorf("%s: phase %q, finalizers %v", w.Name, w.Status.Phase, w.Finalizers)
+		}
+	}
+	refused := 0
+	for _, r := range mgr.Requests.Requests() {
+		if r.Code == 409 {
+			refused++
+			t.Logf("refused: %s", r)
+		}
+	}
+	if refused != 0 {
+		t.Errorf("%d writes were refused with a conflict, want 0: no write is sent on a stale copy", refused)
+	}
+	// Each widget: Step1..Step5 and Done, one event each, none repeated.
+	got := map[string]int{}
+	for range len(rec.Events) {
+		e := <-rec.Events
+		got[strings.Fields(e)[1]]++
+	}
+	for step := 1; step <= steps; step++ {
+		if n := got[fmt.Sprintf("Step%d", step)]; n != widgets {
+			t.Errorf("events Step%d = %d, want %d (one per widget)", step, n, widgets)
+		}
+	}
+	if got["Done"] != widgets {
+		t.Errorf("events Done = %d, want %d", got["Done"], widgets)
+	}
+}
