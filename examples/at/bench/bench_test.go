@@ -47,7 +47,7 @@ var (
 	benchSpread  = flag.Duration("at.spread", 3*time.Second, "how long the spread scenario's schedules span")
 	benchSpreadN = flag.Int("at.spread.n", 0, "Ats in the spread scenario (0: the first of -at.n)")
 	unrelated    = flag.Int("at.unrelated", 20, "unrelated Pods in the memory scenario (0: none)")
-	pace         = flag.Duration("at.pace", 8*time.Millisecond, "interval between two At creations (the same for both controllers)")
+	pace         = flag.Duration("at.pace", 10*time.Millisecond, "interval between two At creations (the same for both controllers)")
 	cpuProfiles  = flag.String("at.cpuprofile", "", "directory for a CPU profile of each controller process during the first one-instant scenario")
 	cpuFor       = flag.Duration("at.cpuprofile.for", 30*time.Second, "how long each CPU profile lasts, from the start of creation")
 	reportPath   = flag.String("at.report", "", "write the report (markdown) to this file")
