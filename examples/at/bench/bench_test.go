@@ -224,7 +224,9 @@ each phase.
 first accepted Pod create minus spec.schedule. "API server time per accepted write" is the audit log's
 stageTimestamp minus requestReceivedTimestamp of the controller's accepted writes: how long the (shared,
 saturated) server took to answer. "Mean reconcile duration" and "CPU time" come from the process's metrics
-(controller_runtime_reconcile_time_seconds, process_cpu_seconds_total) at the end of created → DONE.
+(controller_runtime_reconcile_time_seconds, process_cpu_seconds_total) at the end of created → DONE, and so
+does "reads that waited for the cache" (reconcilekit_stale_reads_total, the freshness guard's counter; the
+classic controller has no guard and never waits).
 
 **Memory.** The resident memory of the controller process: VmHWM from /proc/<pid>/status (the kernel's
 peak, read at the end of created → DONE, before the process is stopped), and VmRSS sampled every 100 ms.
@@ -236,7 +238,7 @@ before the controllers start until the scenario ends.
 		if cmp.atPprof == "overlay" {
 			how = "net/http/pprof added at build time by the harness (`go build -overlay`; the At binary has no pprof flag, main.go is unchanged)"
 		}
-		fmt.Fprintf(&b, "\n**Profiles.** A CPU profile of each process during the first scenario, %s from the start of creation, into %s; the At binary serves pprof through %s, the classic one through --pprof-bind-address.\n",
+		fmt.Fprintf(&b, "\n**Profiles.** A CPU profile of each process during the first scenario, %s from the start of creation, and a heap profile once every At is DONE, into %s; the At binary serves pprof through %s, the classic one through --pprof-bind-address.\n",
 			cmp.plan.profileFor, cmp.plan.profiles, how)
 	}
 	return b.String()

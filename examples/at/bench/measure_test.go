@@ -51,7 +51,8 @@ type scenario struct {
 	// schedule falls.
 	ahead time.Duration
 	// profile, when set, is where to write a CPU profile of the process,
-	// taken from the start of creation for profileFor.
+	// taken from the start of creation for profileFor; a heap profile taken
+	// once every At is DONE goes beside it (.heap.pprof).
 	profile    string
 	profileFor time.Duration
 }
@@ -106,6 +107,10 @@ type run struct {
 	// start until every At is DONE; reconcileTime is the mean duration of
 	// a reconcile over that phase (controller_runtime_reconcile_time_seconds).
 	cpu, reconcileTime float64
+	// staleReads counts the reads that found the cache older than the
+	// process's own last write and waited for it
+	// (reconcilekit_stale_reads_total; the classic controller has none).
+	staleReads float64
 	// profile is the CPU profile's path, if one was taken.
 	profile string
 }
@@ -174,8 +179,14 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	if r.reconcilesLifecycle > 0 {
 		r.reconcileTime = p.metric(tb, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": k.controllerName()}) / r.reconcilesLifecycle
 	}
+	if v, _, err := p.scrape("reconcilekit_stale_reads_total", nil); err == nil {
+		r.staleReads = v
+	}
 	r.hwm, r.sampledRSS = p.peak(tb)
 	waitProfile()
+	if sc.profile != "" {
+		p.heapProfile(tb, strings.TrimSuffix(sc.profile, ".cpu.pprof")+".heap.pprof")
+	}
 	p.stop(tb)
 
 	resyncStart := time.Now()
@@ -522,6 +533,7 @@ func (p pair) table() *bench.Table {
 	t.Add("API server time per accepted write, p99", sec(serverTime(c.lifecycle).P99), sec(serverTime(o.lifecycle).P99), bench.Millis)
 	t.Add("mean reconcile duration, created → DONE", c.reconcileTime, o.reconcileTime, bench.Millis)
 	t.Add("CPU time of the process, start → all DONE", c.cpu, o.cpu, seconds)
+	t.Add("reads that waited for the cache to catch up with the process's own write, per At", c.staleReads/n, o.staleReads/n, nil)
 	t.Add("peak RSS of the process (VmHWM), created → DONE", float64(c.hwm), float64(o.hwm), bench.MiB)
 	t.Add("largest VmRSS sampled every 100 ms", float64(c.sampledRSS), float64(o.sampledRSS), bench.MiB)
 	t.Add("startup: all requests (until it leads and watches)", float64(len(c.startup)), float64(len(o.startup)), nil)

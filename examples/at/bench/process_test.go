@@ -592,6 +592,30 @@ func (p *proc) cpuProfile(tb testing.TB, d time.Duration, path string) func() {
 	return wg.Wait
 }
 
+// heapProfile writes the process's heap profile (after a garbage
+// collection) to path.
+func (p *proc) heapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	if p.pprof == "" {
+		return
+	}
+	hc := &http.Client{Timeout: time.Minute}
+	resp, err := hc.Get("http://" + p.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		tb.Errorf("heap profile of %s: %v", p.name, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Errorf("heap profile of %s: %s %v", p.name, resp.Status, err)
+		return
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		tb.Errorf("heap profile of %s: %v", p.name, err)
+	}
+}
+
 // freeAddr returns a localhost address whose port was free a moment ago.
 func freeAddr(tb testing.TB) string {
 	tb.Helper()
