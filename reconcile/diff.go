@@ -185,12 +185,12 @@ func unstructuredContent(obj any, u *unstructured.Unstructured, isU bool) (map[s
 // root walks the top of the object.
 func (w *walker) root(p *pair) bool {
 	if p.unstr {
-		return w.uobject(p.dm, p.am)
+		return w.jsonObject(p.dm, p.am, modeRoot, false)
 	}
 	dv, av := p.dv, p.av
 	if dv.Kind() == reflect.Struct {
 		if _, isObject := infoFor(dv.Type()).byName["metadata"]; isObject {
-			return w.structValue(dv, av, modeRoot, false)
+			return w.object(dv, av, modeRoot, false)
 		}
 	}
 	return w.value(dv, av, false)
