@@ -80,7 +80,7 @@ func benchInputs(tb testing.TB) (desired, defaultedLive, changed *appsv1.Deploym
 }
 
 // TestBenchmarkVerdicts records what each compared method decides on the
-// benchmark inputs, so the table in doc.go states facts.
+// benchmark inputs, so what the package doc says of them is a fact.
 func TestBenchmarkVerdicts(t *testing.T) {
 	desired, live, changed := benchInputs(t)
 	got, err := reconcile.Diff(desired, live)

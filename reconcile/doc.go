@@ -28,7 +28,7 @@
 // Options: [DiffOption] values ([IgnorePaths], [CompareStatus],
 // [CompareOwnerReferences], [OwnMap], [OwnList], [ListKey], [CmpOptions])
 // work for Diff and Ensure alike; [EnsureOption] values ([Owner],
-// [OptimisticLock], [DetectHotLoops], [FieldManager], [ForceOwnership])
+// [OptimisticLock], [DetectHotLoops], [WithFieldOwner], [ForceOwnership])
 // configure the writes.
 //
 // The package does not write status: that is the status subresource's job.
@@ -58,31 +58,24 @@
 //
 // Deciding "equal?" runs on every reconcile of a converged object, so Diff
 // decides with a lean reflection walk over what desired sets (no go-cmp,
-// two small allocations) and only on drift walks again to collect paths and
-// explain them with go-cmp, restricted to the drifted fields. Measured on a
-// 2-container Deployment (ports, env, resource limits) against the form
-// kube-apiserver 1.37 returned after defaulting it (testdata, captured from
-// envtest), in one run on a shared 2-core Intel Xeon:
+// a couple of small allocations) and only on drift walks again to collect
+// paths and explain them with go-cmp, restricted to the drifted fields.
 //
-//	go test -run '^$' -bench Compare -benchmem -benchtime=3000x ./reconcile/
+// The benchmarks in diff_bench_test.go measure it on a 2-container
+// Deployment (ports, env, resource limits) against the form kube-apiserver
+// returned after creating it (testdata, captured from envtest and checked
+// against the server by a test): Diff of the whole object and of its spec,
+// against equality.Semantic.DeepDerivative, reflect.DeepEqual, cmp.Equal
+// with cmpopts.EquateEmpty and cmp.Diff, once on the equal path (desired
+// against its defaulted form) and once with a changed image. The figures
+// of the last run, with the machine they ran on, are in BENCHMARKS.md at
+// the root of the module (make bench regenerates it); run them yourself
+// with
 //
-//	equal (desired vs its defaulted form)  verdict               ns/op  allocs/op  vs DeepDerivative
-//	reconcile.Diff (whole object)          equal                 6,434          2  0.15x time, 0.04x allocs
-//	reconcile.Diff (spec only)             equal                 6,408          2  0.15x time, 0.04x allocs
-//	equality.Semantic.DeepDerivative       equal                41,710         54  1x
-//	reflect.DeepEqual                      unequal (wrong)       8,137          8  0.20x
-//	cmp.Equal + cmpopts.EquateEmpty        unequal (wrong)   1,022,231      3,108  24.5x
-//	cmp.Diff                               (a diff)            889,264      2,041  21.3x
+//	go test -run '^$' -bench Compare -benchmem ./reconcile/
 //
-//	changed image                          explains?             ns/op  allocs/op  vs DeepDerivative
-//	reconcile.Diff (whole object)          paths + diff         25,645         56  2.65x (0.019x cmp.Diff)
-//	equality.Semantic.DeepDerivative       no                    9,676         14  1x
-//	reflect.DeepEqual                      no                    6,524          8  0.67x
-//	cmp.Diff                               diff only         1,344,666      2,069  139x
-//
-// DeepDerivative stops at the first difference and says nothing about it;
-// Diff on drift also walks every field to list all drifted paths and renders
-// each with go-cmp, still about 50 times faster than one cmp.Diff of the
-// spec. Timings vary with load on the shared machine; the ratios, measured
-// in the same run, are the point.
+// The verdicts do not depend on the machine, and a test checks them:
+// Diff and DeepDerivative call the defaulted object equal, while
+// reflect.DeepEqual and cmp.Equal call it different (the server's defaults),
+// which is wrong.
 package reconcile

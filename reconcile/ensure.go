@@ -52,7 +52,8 @@ type Outcome struct {
 // never touched; drift means one patch carrying only the drifted desired
 // fields (a strategic merge patch for built-in types, a JSON merge patch for
 // custom resources and unstructured objects; see [OptimisticLock]). Status is
-// never compared or written.
+// never compared or written. Every write carries the field owner
+// ([WithFieldOwner], default [DefaultFieldOwner]).
 //
 // On success desired holds the object as the server returned it, as after
 // client.Create. With [DetectHotLoops], a drift that keeps coming back is
@@ -182,16 +183,10 @@ func create(ctx context.Context, c client.Client, cfg *ensureConfig, desired cli
 	return Outcome{Operation: OperationCreated, Drift: Comparison{Equal: true}}, nil
 }
 
-// writeOpts returns the field manager option, if any, as the option type a
-// write call takes.
+// writeOpts returns the field owner option as the option type a write call
+// takes.
 func writeOpts[T any](cfg *ensureConfig) []T {
-	if cfg.fieldManager == "" {
-		return nil
-	}
-	if o, ok := any(client.FieldOwner(cfg.fieldManager)).(T); ok {
-		return []T{o}
-	}
-	return nil
+	return []T{any(client.FieldOwner(cfg.fieldOwner)).(T)}
 }
 
 // clearStatus drops status from an object about to be created: status is

@@ -11,12 +11,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// DefaultFieldManager is the field manager [EnsureApplied] uses when no
-// [FieldManager] is given. Set your controller's name instead.
-const DefaultFieldManager = "reconcilekit"
-
 // EnsureApplied is [Ensure] through server-side apply: it applies desired as
-// field manager ([FieldManager], [ForceOwnership]) when the object is missing
+// field manager ([WithFieldOwner], [ForceOwnership]) when the object is missing
 // or has drifted, and sends nothing when [Diff] finds no drift.
 //
 // Before applying, desired is converted to unstructured content and pruned of
@@ -64,11 +60,7 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	manager := cfg.fieldManager
-	if manager == "" {
-		manager = DefaultFieldManager
-	}
-	applyOpts := []client.ApplyOption{client.FieldOwner(manager)}
+	applyOpts := []client.ApplyOption{client.FieldOwner(cfg.fieldOwner)}
 	if cfg.force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}

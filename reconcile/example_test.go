@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -128,8 +128,8 @@ func ExampleEnsureMutate() {
 func ExampleHotLoopDetector() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
-	recorder := record.NewFakeRecorder(1)
-	detector := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, LegacyRecorder: recorder}
+	recorder := events.NewFakeRecorder(1)
+	detector := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, Recorder: recorder}
 	desired := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
