@@ -30,6 +30,7 @@ var (
 	stringMapType    = reflect.TypeFor[map[string]string]()
 	resourceListType = reflect.TypeFor[corev1.ResourceList]()
 	bytesType        = reflect.TypeFor[[]byte]()
+	bytesMapType     = reflect.TypeFor[map[string][]byte]()
 )
 
 // fieldInfo describes one JSON-visible field of a struct.
@@ -38,6 +39,7 @@ type fieldInfo struct {
 	name     string // JSON name
 	inline   bool   // embedded or ",inline": its fields belong to the parent
 	mergeKey string // from the patchMergeKey struct tag
+	sent     bool   // JSON carries the field even at its zero value (see sentAtZero)
 }
 
 // typeInfo describes a struct type once; the walk reads it on every visit.
@@ -77,7 +79,7 @@ func infoFor(t reflect.Type) *typeInfo {
 				continue
 			}
 			name, opts, _ := strings.Cut(tag, ",")
-			f := fieldInfo{index: i, name: name, mergeKey: sf.Tag.Get("patchMergeKey")}
+			f := fieldInfo{index: i, name: name, mergeKey: sf.Tag.Get("patchMergeKey"), sent: sentAtZero(sf.Type, opts)}
 			if (name == "" && sf.Anonymous) || strings.Contains(","+opts+",", ",inline,") {
 				ft := sf.Type
 				if ft.Kind() == reflect.Struct {
@@ -114,4 +116,59 @@ func keyFieldIndex(t reflect.Type, key string) int {
 		return ti.fields[i].index
 	}
 	return -1
+}
+
+// childType is the Go type of the field or map value name in a value of
+// type t (nil when unknown); in metadata, labels and annotations are maps.
+func childType(t reflect.Type, m mode, name string) reflect.Type {
+	if m == modeMeta && (name == "labels" || name == "annotations") {
+		return stringMapType
+	}
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == nil:
+		return nil
+	case t.Kind() == reflect.Map:
+		return t.Elem()
+	case t.Kind() != reflect.Struct:
+		return nil
+	}
+	ti := infoFor(t)
+	if i, ok := ti.byName[name]; ok {
+		return t.Field(ti.fields[i].index).Type
+	}
+	for _, f := range ti.fields {
+		if f.inline {
+			if ft := childType(t.Field(f.index).Type, modeNormal, name); ft != nil {
+				return ft
+			}
+		}
+	}
+	return nil
+}
+
+// elemType is the element type of a list of type t, or nil.
+func elemType(t reflect.Type) reflect.Type {
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Slice {
+		return nil
+	}
+	return t.Elem()
+}
+
+// sentAtZero reports whether a field of type t with JSON tag options opts is
+// in the object's JSON (and so in a server-side apply) even at its zero
+// value: a scalar without omitempty, or an IntOrString or Quantity, which
+// encode their zero as 0.
+func sentAtZero(t reflect.Type, opts string) bool {
+	switch t.Kind() {
+	case reflect.String, reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return !strings.Contains(","+opts+",", ",omitempty,")
+	}
+	return t == intOrStringType || t == quantityType
 }

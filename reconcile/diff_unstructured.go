@@ -22,29 +22,48 @@ func (w *walker) jsonValue(d any, ap *any, name string, quantity bool) bool {
 		}
 		return w.jsonObject(dv, am, modeNormal, quantityMaps[name])
 	case []any:
-		al, ok := (*ap).([]any)
-		if !ok && *ap != nil {
+		if _, ok := (*ap).([]any); !ok && *ap != nil {
 			return w.jsonReplace(d, ap)
 		}
-		if !w.overlay {
-			av := noList
-			if ok {
-				av = reflect.ValueOf(*ap)
-			}
-			return w.list(reflect.ValueOf(d), av, "")
-		}
-		merged := al
-		eq := w.list(reflect.ValueOf(d), reflect.ValueOf(&merged).Elem(), "")
-		if !eq {
-			*ap = merged
-		}
-		return eq
+		jt := w.jt
+		w.jt = elemType(jt)
+		ok := w.jsonList(ap, func(a reflect.Value) bool { return w.list(reflect.ValueOf(d), a, "") })
+		w.jt = jt
+		return ok
 	}
 	return uscalarEqual(d, *ap, quantity) || w.jsonReplace(d, ap)
 }
 
+// jsonList runs walk on the JSON list *ap (null is an empty list), as a
+// reflect value the overlay may change.
+func (w *walker) jsonList(ap *any, walk func(a reflect.Value) bool) bool {
+	if !w.overlay {
+		if *ap == nil {
+			return walk(noList)
+		}
+		return walk(reflect.ValueOf(*ap))
+	}
+	merged, _ := (*ap).([]any)
+	eq := walk(reflect.ValueOf(&merged).Elem())
+	if !eq {
+		*ap = merged
+	}
+	return eq
+}
+
 // noList is the actual list of a JSON list that actual has as null.
 var noList = reflect.ValueOf([]any(nil))
+
+// jsonUnset is unset for JSON content *ap.
+func (w *walker) jsonUnset(ap *any) bool {
+	switch av := (*ap).(type) {
+	case map[string]any:
+		return w.jsonOwned(nil, av, modeNormal)
+	case []any:
+		return w.jsonList(ap, func(a reflect.Value) bool { return w.extras(a, make([]bool, len(av)), keying{}, false) })
+	}
+	return true
+}
 
 // jsonReplace is replace for JSON content.
 func (w *walker) jsonReplace(d any, ap *any) bool {
@@ -61,7 +80,7 @@ func (w *walker) jsonReplace(d any, ap *any) bool {
 // quantity says its values compare as quantities. A key present in desired
 // is set, even with a zero value; null means not set.
 func (w *walker) jsonObject(d, a map[string]any, m mode, quantity bool) bool {
-	eq := true
+	eq, own, jt, protect := true, w.own, w.jt, w.protect
 	for k, dv := range d {
 		sub, visible := w.visible(m, k)
 		if !visible {
@@ -73,12 +92,64 @@ func (w *walker) jsonObject(d, a map[string]any, m mode, quantity bool) bool {
 		} else {
 			n = w.pushField(k)
 		}
-		if w.done(n, &eq, w.ignored() || w.jsonEntry(a, k, dv, sub, quantity || k == "sizeLimit")) {
+		if own != nil {
+			w.own, w.jt = own.field(k), childType(jt, m, k)
+			if w.pod && k == "requests" {
+				w.protect = d["limits"]
+			}
+		}
+		ok := w.ignored() || w.jsonEntry(a, k, dv, sub, quantity || k == "sizeLimit")
+		w.own, w.jt, w.protect = own, jt, protect
+		if w.done(n, &eq, ok) {
 			return false
 		}
 	}
-	if m == modeNormal && len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path) && !dropExtraKeys(w, d, a, w.pushName) {
-		eq = false
+	switch {
+	case m == modeNormal && len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path):
+		eq = dropExtraKeys(w, d, a, w.pushName) && eq
+	case own != nil:
+		eq = w.jsonOwned(d, a, m) && eq
+	}
+	return eq
+}
+
+// jsonOwned handles the keys of the JSON object a that we own and desired d
+// lacks or sets to null: the entries of a map (as the Go type says: without
+// one, only labels and annotations are known maps) are dropped whole when
+// we may drop them; fields are dropped when our Apply entry owns them, and
+// otherwise looked into.
+func (w *walker) jsonOwned(d, a map[string]any, m mode) bool {
+	eq, own, jt, protect := true, w.own, w.jt, w.protect
+	entry := m == modeNormal && jt != nil && jt.Kind() == reflect.Map
+	for _, f := range own.fields {
+		av := a[f.name]
+		if _, visible := w.visible(m, f.name); !visible || d[f.name] != nil || av == nil || !f.node.reach {
+			continue
+		}
+		n := w.pushName(f.name)
+		ok := true
+		switch {
+		case w.ignored():
+		case f.node.drops(entry):
+			if !entry || !w.protected(f.name) {
+				ok = !w.differs(reflect.Value{}, reflect.ValueOf(av))
+			}
+			if !ok && w.overlay {
+				delete(a, f.name)
+			}
+		case !entry:
+			w.own, w.jt = f.node, childType(jt, m, f.name)
+			if w.pod && f.name == "requests" {
+				w.protect = d["limits"]
+			}
+			if ok = w.jsonUnset(&av); !ok && w.overlay {
+				a[f.name] = av
+			}
+			w.own, w.jt, w.protect = own, jt, protect
+		}
+		if w.done(n, &eq, ok) {
+			return false
+		}
 	}
 	return eq
 }

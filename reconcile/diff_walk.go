@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"fmt"
 	"math"
 	"reflect"
@@ -27,6 +28,10 @@ import (
 //     drift with its path; overlaying (overlay) also writes desired's value
 //     into actual at each drift, so actual must then be an addressable copy
 //     that may be changed. All three go through differs, replace and done.
+//   - Ownership: own follows the walk through what our field owner owns in
+//     the actual object (owned.go); where desired leaves a value unset, or
+//     lacks a list element or map entry actual has, what we own and may drop
+//     is drift too (unset, extras, dropOwned).
 
 // mode tells the object walk where it is, for the default ignores.
 type mode uint8
@@ -53,6 +58,16 @@ type walker struct {
 	track   bool // maintain path: explaining, or path rules present
 	path    []byte
 	drifts  []drift
+
+	own     *ownedNode   // what our field owner owns at path, or nil
+	pod     bool         // the object is a Pod (requests copied from limits are defaults)
+	protect any          // while in a Pod's requests: desired's limits, whose keys stay
+	jt      reflect.Type // Go type of the JSON value at path, when known
+}
+
+// newWalker starts a walk of p in the given mode.
+func newWalker(cfg *diffConfig, p *pair, explain, overlay bool, path []byte) walker {
+	return walker{cfg: cfg, explain: explain, overlay: overlay, track: explain || cfg.hasRules(), path: path, own: p.own, pod: p.pod, jt: p.jt}
 }
 
 func (w *walker) pushField(name string) int {
@@ -221,7 +236,7 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 	switch d.Kind() {
 	case reflect.Pointer:
 		if d.IsNil() {
-			return true
+			return w.unset(a, "")
 		}
 		if a.IsNil() {
 			return w.replace(d, a)
@@ -229,7 +244,7 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 		return w.value(d.Elem(), a.Elem(), true)
 	case reflect.Interface:
 		if d.IsNil() {
-			return true
+			return w.unset(a, "")
 		}
 		if d.NumMethod() == 0 { // JSON: unstructured content
 			return w.jsonValue(d.Interface(), ptrTo[any](a), "", false)
@@ -252,20 +267,23 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 	case reflect.Slice:
 		return w.list(d, a, "")
 	case reflect.Array:
-		eq := true
+		eq, own := true, w.own
+		w.own = nil
 		for i := range d.Len() {
 			if n := w.pushIndex(i); w.done(n, &eq, w.ignored() || w.value(d.Index(i), a.Index(i), true)) {
+				w.own = own
 				return false
 			}
 		}
+		w.own = own
 		return eq
 	case reflect.Map:
 		return w.mapValue(d, a)
 	}
-	if (!set && d.IsZero()) || scalarEqual(d, a) {
-		return true
+	if !set && d.IsZero() {
+		return w.unset(a, "")
 	}
-	return w.replace(d, a)
+	return scalarEqual(d, a) || w.replace(d, a)
 }
 
 func scalarEqual(d, a reflect.Value) bool {
@@ -304,7 +322,11 @@ func (w *walker) object(d, a reflect.Value, m mode, set bool) bool {
 	if ti.special != notSpecial {
 		return w.special(ti.special, d, a, set)
 	}
-	eq := true
+	eq, own, protect := true, w.own, w.protect
+	var kids []*ownedNode
+	if own != nil {
+		kids = own.kidsFor(d.Type())
+	}
 	for i := range ti.fields {
 		f := &ti.fields[i]
 		sub, visible := w.visible(m, f.name)
@@ -319,6 +341,15 @@ func (w *walker) object(d, a reflect.Value, m mode, set bool) bool {
 			continue
 		}
 		n := w.pushField(f.name)
+		if kids != nil {
+			w.own = kids[i]
+			if f.sent { // a field JSON carries at zero is set, for ownership
+				w.own = nil
+			}
+			if w.pod && f.name == "requests" {
+				w.protect = limitsOf(d, ti)
+			}
+		}
 		ok := w.ignored()
 		switch {
 		case ok:
@@ -329,11 +360,22 @@ func (w *walker) object(d, a reflect.Value, m mode, set bool) bool {
 		default:
 			ok = w.value(fd, fa, false)
 		}
+		w.own, w.protect = own, protect
 		if w.done(n, &eq, ok) {
 			return false
 		}
 	}
 	return eq
+}
+
+// limitsOf returns the limits of a resource requirements struct d, or nil.
+func limitsOf(d reflect.Value, ti *typeInfo) any {
+	if i, ok := ti.byName["limits"]; ok && ti.fields[i].index < d.NumField() {
+		if l := d.Field(ti.fields[i].index); l.Type() == resourceListType {
+			return l.Interface()
+		}
+	}
+	return nil
 }
 
 // special compares the struct types compared as one value.
@@ -343,26 +385,26 @@ func (w *walker) special(s special, d, a reflect.Value, set bool) bool {
 	case specialQuantity:
 		dq := ptrTo[resource.Quantity](d)
 		if !set && dq.IsZero() {
-			return true
+			return w.unset(a, "")
 		}
 		eq = dq.Cmp(*ptrTo[resource.Quantity](a)) == 0
 	case specialTime:
 		dt, at := ptrTo[metav1.Time](d), ptrTo[metav1.Time](a)
 		if !set && dt.IsZero() {
-			return true
+			return w.unset(a, "")
 		}
 		// metav1.Time travels with second precision.
 		eq = dt.IsZero() == at.IsZero() && dt.Unix() == at.Unix()
 	case specialMicroTime:
 		dt, at := ptrTo[metav1.MicroTime](d), ptrTo[metav1.MicroTime](a)
 		if !set && dt.IsZero() {
-			return true
+			return w.unset(a, "")
 		}
 		eq = dt.IsZero() == at.IsZero() && dt.UnixMicro() == at.UnixMicro()
 	case specialIntOrString:
 		di, ai := ptrTo[intstr.IntOrString](d), ptrTo[intstr.IntOrString](a)
 		if !set && di.Type == intstr.Int && di.IntVal == 0 {
-			return true
+			return w.unset(a, "")
 		}
 		eq = *di == *ai
 	}
@@ -374,7 +416,7 @@ func (w *walker) special(s special, d, a reflect.Value, set bool) bool {
 func (w *walker) list(d, a reflect.Value, tagKey string) bool {
 	owned := len(w.cfg.ownList) > 0 && anyMatch(w.cfg.ownList, w.path)
 	if d.Len() == 0 && !owned {
-		return true
+		return w.unset(a, tagKey)
 	}
 	if d.Type() == bytesType {
 		return string(d.Bytes()) == string(a.Bytes()) || w.replace(d, a)
@@ -383,7 +425,11 @@ func (w *walker) list(d, a reflect.Value, tagKey string) bool {
 		return w.keyedList(d, a, k, owned)
 	}
 	if !owned && objects(d) {
-		return w.subset(d, a) || w.replace(d, a)
+		used, ok := w.subset(d, a)
+		if !ok {
+			return w.replace(d, a)
+		}
+		return w.own == nil || w.extras(a, used, keying{}, false)
 	}
 	if d.Len() != a.Len() {
 		return w.replace(d, a)
@@ -429,31 +475,41 @@ type keying struct {
 // wins over the type's patchMergeKey; a JSON list is keyed by "name" when
 // every desired element is an object with a scalar name.
 func (w *walker) keying(d reflect.Value, tagKey string) (keying, bool) {
-	key, explicit := tagKey, false
+	key, explicit := w.listKey(tagKey)
+	if !isJSON(d.Type().Elem()) {
+		return typedKeying(d.Type().Elem(), key)
+	}
+	if !explicit {
+		key = "name"
+	}
+	for i := range d.Len() {
+		m, ok := d.Index(i).Interface().(map[string]any)
+		if !ok {
+			return keying{}, false
+		}
+		switch m[key].(type) {
+		case string, int64, int, int32, float64:
+		default:
+			return keying{}, false
+		}
+	}
+	return keying{name: key, field: -1, proto: -1}, true
+}
+
+// listKey returns the key a ListKey rule gives the list at the current path,
+// or tagKey.
+func (w *walker) listKey(tagKey string) (key string, explicit bool) {
 	for _, r := range w.cfg.listKeys {
 		if r.at.match(w.path) {
-			key, explicit = r.key, true
-			break
+			return r.key, true
 		}
 	}
-	et := d.Type().Elem()
-	if isJSON(et) {
-		if !explicit {
-			key = "name"
-		}
-		for i := range d.Len() {
-			m, ok := d.Index(i).Interface().(map[string]any)
-			if !ok {
-				return keying{}, false
-			}
-			switch m[key].(type) {
-			case string, int64, int, int32, float64:
-			default:
-				return keying{}, false
-			}
-		}
-		return keying{name: key, field: -1, proto: -1}, true
-	}
+	return tagKey, false
+}
+
+// typedKeying is the keying of a list of structs of type et by the JSON
+// field key.
+func typedKeying(et reflect.Type, key string) (keying, bool) {
 	if key == "" || et.Kind() != reflect.Struct {
 		return keying{}, false
 	}
@@ -539,10 +595,11 @@ func protocolFieldIndex(t reflect.Type) int {
 }
 
 // keyedList matches the elements of d with those of a by key: order and
-// extra elements in actual are not drift, unless the list is owned.
+// extra elements in actual are not drift, unless the list is owned or the
+// element is ours to drop (extras).
 func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
-	eq := true
-	matched := make([]bool, a.Len()) // then: kept by the overlay
+	eq, own := true, w.own
+	matched := make([]bool, a.Len())
 	for i := range d.Len() {
 		de := d.Index(i)
 		n := w.pushElem(k.name, k.of(de))
@@ -557,24 +614,48 @@ func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
 				if j < len(matched) { // not an element the overlay appended
 					matched[j] = true
 				}
+				if own != nil {
+					w.own = own.elemFor(a.Index(j)).nodeOrNil()
+				}
 				ok = w.value(de, a.Index(j), true)
+				w.own = own
 			}
 		}
 		if w.done(n, &eq, ok) {
 			return false
 		}
 	}
-	if !owned {
-		return eq
+	if (owned || own != nil) && !w.extras(a, matched, k, owned) {
+		eq = false
 	}
-	removed := false
-	for j := range matched {
-		if matched[j] {
+	return eq
+}
+
+// extras handles the elements of the list a that desired does not keep
+// (keep[j] false): with owned (OwnList) each is drift; otherwise those we
+// own and may drop are. Drift is removed from a when overlaying. k names
+// elements in paths when the list is keyed by the walk's rules; elements
+// dropped for ownership are named by the key the API server gives them.
+func (w *walker) extras(a reflect.Value, keep []bool, k keying, owned bool) bool {
+	eq, removed := true, false
+	for j := range keep {
+		if keep[j] {
 			continue
 		}
-		n := w.pushElem(k.name, k.of(a.Index(j)))
-		extra := !w.ignored() && w.differs(reflect.Value{}, a.Index(j))
-		matched[j], removed = !extra, removed || extra
+		ae := a.Index(j)
+		var n int
+		if owned {
+			n = w.pushElem(k.name, k.of(ae))
+		} else {
+			oe := w.own.elemFor(ae)
+			if oe == nil || !oe.node.drops(true) || w.sharesKey(a, j, k) {
+				keep[j] = true
+				continue
+			}
+			n = w.pushOwned(oe)
+		}
+		extra := !w.ignored() && w.differs(reflect.Value{}, ae)
+		keep[j], removed = !extra, removed || extra
 		if w.done(n, &eq, !extra) {
 			return false
 		}
@@ -582,7 +663,7 @@ func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
 	if w.overlay && removed {
 		kept := reflect.MakeSlice(a.Type(), 0, a.Len())
 		for j := range a.Len() {
-			if j >= len(matched) || matched[j] {
+			if j >= len(keep) || keep[j] {
 				kept = reflect.Append(kept, a.Index(j))
 			}
 		}
@@ -591,14 +672,48 @@ func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
 	return eq
 }
 
+// sharesKey reports whether, for a strategic merge patch, the element a[j]
+// cannot be removed alone: the patch deletes by the merge key only, so it
+// would delete every element with that key (53/UDP and 53/TCP alike).
+func (w *walker) sharesKey(a reflect.Value, j int, k keying) bool {
+	if !w.cfg.smp || k.field < 0 || k.proto < 0 {
+		return false
+	}
+	for i := range a.Len() {
+		if i != j && sameKey(k.of(a.Index(i)), k.of(a.Index(j))) {
+			return true
+		}
+	}
+	return false
+}
+
+// pushOwned pushes "[k1=v1,k2=v2]" (or "[value]") for an element we own.
+func (w *walker) pushOwned(oe *ownedElem) int {
+	n := len(w.path)
+	if w.track {
+		w.path = append(w.path, '[')
+		if oe.key == nil {
+			w.path = fmt.Append(w.path, oe.value)
+		}
+		for i, k := range oe.key {
+			if i > 0 {
+				w.path = append(w.path, ',')
+			}
+			w.path = fmt.Appendf(w.path, "%s=%v", k.name, k.value)
+		}
+		w.path = append(w.path, ']')
+	}
+	return n
+}
+
 // subset compares a list of objects that has no key (tolerations, for one)
 // as a set that desired must be part of: every desired element must equal,
 // by the walk's rules, a distinct element of actual, in any order.
 // Elements the server or an admission plugin added (default tolerations)
 // are not drift. A missing element is drift of the whole list, which has no
 // key to address one element by; OwnList makes the list compared whole, in
-// order.
-func (w *walker) subset(d, a reflect.Value) bool {
+// order. It returns which actual elements desired used.
+func (w *walker) subset(d, a reflect.Value) ([]bool, bool) {
 	used := make([]bool, a.Len())
 	for i := range d.Len() {
 		n := w.pushIndex(i)
@@ -610,10 +725,10 @@ func (w *walker) subset(d, a reflect.Value) bool {
 		}
 		w.path = w.path[:n]
 		if !found {
-			return false
+			return nil, false
 		}
 	}
-	return true
+	return used, true
 }
 
 // equal reports whether d and a compare equal by the walk's rules, without
@@ -623,16 +738,74 @@ func (w *walker) equal(d, a reflect.Value) bool {
 	return trial.value(d, a, true)
 }
 
+// unset handles actual's value a where desired leaves the value unset: what
+// we own there and may drop is drift (see ownedNode.drops). Struct fields
+// are looked into; list elements and map entries are dropped whole or not
+// at all. tagKey is the list's patchMergeKey.
+func (w *walker) unset(a reflect.Value, tagKey string) bool {
+	o := w.own
+	if o == nil || !o.reach || !a.IsValid() || a.IsZero() {
+		return true
+	}
+	if o.drops(false) {
+		if !w.differs(reflect.Value{}, a) {
+			return true
+		}
+		if w.overlay {
+			a.Set(reflect.Zero(a.Type()))
+		}
+		return false
+	}
+	switch a.Kind() {
+	case reflect.Pointer:
+		return w.unset(a.Elem(), tagKey)
+	case reflect.Interface:
+		return !isJSON(a.Type()) || w.jsonUnset(ptrTo[any](a))
+	case reflect.Map:
+		return w.dropOwned(reflect.Value{}, a)
+	case reflect.Slice:
+		k, _ := typedKeying(a.Type().Elem(), tagKey)
+		return w.extras(a, make([]bool, a.Len()), k, false)
+	case reflect.Struct:
+		ti := infoFor(a.Type())
+		if ti.special != notSpecial {
+			return true
+		}
+		eq, kids := true, o.kidsFor(a.Type())
+		for i := range ti.fields {
+			f, kid := &ti.fields[i], kids[i]
+			n := len(w.path)
+			if f.inline {
+				kid = o
+			} else if kid == nil || !kid.reach {
+				continue
+			} else {
+				n = w.pushField(f.name)
+			}
+			w.own = kid
+			ok := w.ignored() || w.unset(a.Field(f.index), f.mergeKey)
+			w.own = o
+			if w.done(n, &eq, ok) {
+				return false
+			}
+		}
+		return eq
+	}
+	return true
+}
+
 func (w *walker) mapValue(d, a reflect.Value) bool {
 	owned := len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path)
 	if d.Len() == 0 && !owned {
-		return true
+		return w.unset(a, "")
 	}
 	switch d.Type() {
 	case stringMapType:
 		return nativeMap[map[string]string](w, d, a, owned, func(x, y string) bool { return x == y }, func(s string) string { return s })
 	case resourceListType:
 		return nativeMap[corev1.ResourceList](w, d, a, owned, func(x, y resource.Quantity) bool { return x.Cmp(y) == 0 }, resource.Quantity.DeepCopy)
+	case bytesMapType:
+		return nativeMap[map[string][]byte](w, d, a, owned, bytes.Equal, bytes.Clone)
 	}
 	if w.overlay && a.IsNil() {
 		a.Set(reflect.MakeMap(a.Type()))
@@ -653,11 +826,11 @@ func (w *walker) mapValue(d, a reflect.Value) bool {
 				a.SetMapIndex(k, dv)
 			}
 		case !w.overlay:
-			ok = w.value(dv, av, true)
+			ok = w.entryValue(dv, av)
 		default:
 			tmp := reflect.New(av.Type()).Elem()
 			tmp.Set(av)
-			if ok = w.value(dv, tmp, true); !ok {
+			if ok = w.entryValue(dv, tmp); !ok {
 				a.SetMapIndex(k, tmp)
 			}
 		}
@@ -665,22 +838,113 @@ func (w *walker) mapValue(d, a reflect.Value) bool {
 			return false
 		}
 	}
+	if (owned || w.own != nil) && !w.reflectExtras(d, a, owned) {
+		eq = false
+	}
+	return eq
+}
+
+// entryValue compares the values of a map entry; what we own inside an
+// entry is not looked into (an entry is dropped whole or not at all).
+func (w *walker) entryValue(d, a reflect.Value) bool {
+	own := w.own
+	w.own = nil
+	ok := w.value(d, a, true)
+	w.own = own
+	return ok
+}
+
+// reflectExtras is extras for maps the walk compares by reflection: keys
+// of a that d lacks are drift when the map is owned (OwnMap), or when we own
+// them and may drop them.
+func (w *walker) reflectExtras(d, a reflect.Value, owned bool) bool {
+	var keys []reflect.Value
 	if owned {
-		for _, k := range a.MapKeys() {
-			if d.MapIndex(k).IsValid() {
-				continue
-			}
-			n := w.pushKey(fmt.Sprint(k.Interface()))
-			extra := !w.ignored() && w.differs(reflect.Value{}, a.MapIndex(k))
-			if extra && w.overlay {
-				a.SetMapIndex(k, reflect.Value{})
-			}
-			if w.done(n, &eq, !extra) {
-				return false
+		keys = a.MapKeys()
+	} else if a.Type().Key().Kind() == reflect.String {
+		for _, f := range w.own.fields {
+			if f.node.drops(true) {
+				k := reflect.New(a.Type().Key()).Elem()
+				k.SetString(f.name)
+				keys = append(keys, k)
 			}
 		}
 	}
+	eq := true
+	for _, k := range keys {
+		if d.MapIndex(k).IsValid() || !a.MapIndex(k).IsValid() {
+			continue
+		}
+		n := w.pushKey(fmt.Sprint(k.Interface()))
+		extra := !w.ignored() && w.differs(reflect.Value{}, a.MapIndex(k))
+		if extra && w.overlay {
+			a.SetMapIndex(k, reflect.Value{})
+		}
+		if w.done(n, &eq, !extra) {
+			return false
+		}
+	}
 	return eq
+}
+
+// dropOwned handles the entries of the map a that we own, desired d lacks
+// (d may be invalid: no map) and we may drop.
+func (w *walker) dropOwned(d, a reflect.Value) bool {
+	switch a.Type() {
+	case stringMapType:
+		return dropOwnedEntries[map[string]string](w, d, a)
+	case resourceListType:
+		return dropOwnedEntries[corev1.ResourceList](w, d, a)
+	case bytesMapType:
+		return dropOwnedEntries[map[string][]byte](w, d, a)
+	}
+	if !d.IsValid() {
+		d = reflect.MakeMap(a.Type())
+	}
+	return w.reflectExtras(d, a, false)
+}
+
+// dropOwnedEntries is dropOwned for native maps: each entry we own and may
+// drop that desired lacks is drift, removed from a when overlaying. In a
+// Pod's requests, keys desired's limits has are defaults, not drift.
+func dropOwnedEntries[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value) bool {
+	var dm M
+	if d.IsValid() {
+		dm = d.Interface().(M)
+	}
+	am := a.Interface().(M)
+	eq := true
+	for _, f := range w.own.fields {
+		_, set := dm[K(f.name)]
+		av, found := am[K(f.name)]
+		if set || !found || !f.node.drops(true) || w.protected(f.name) {
+			continue
+		}
+		n := w.pushKey(f.name)
+		extra := !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(av))
+		if extra && w.overlay {
+			delete(am, K(f.name))
+		}
+		if w.done(n, &eq, !extra) {
+			return false
+		}
+	}
+	return eq
+}
+
+// protected reports whether key is a key of desired's limits while the walk
+// is in a Pod's requests: the API server copies limits into missing
+// requests, so such a request is a default, never drift.
+func (w *walker) protected(key string) bool {
+	switch l := w.protect.(type) {
+	case corev1.ResourceList:
+		_, ok := l[corev1.ResourceName(key)]
+		return ok
+	case map[string]any:
+		_, ok := l[key]
+		return ok
+	}
+	return false
 }
 
 // nativeMap is the allocation-free path for maps with string keys the walk
@@ -713,7 +977,7 @@ func nativeMap[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value, owne
 			return false
 		}
 	}
-	if owned && !dropExtraKeys(w, dm, am, w.pushKey) {
+	if owned && !dropExtraKeys(w, dm, am, w.pushKey) || !owned && w.own != nil && !dropOwnedEntries[M](w, d, a) {
 		eq = false
 	}
 	return eq

@@ -16,7 +16,6 @@ type ensureConfig struct {
 	owner          client.Object
 	optimisticLock bool
 	hotLoops       *HotLoopDetector
-	fieldOwner     string
 	force          bool
 }
 
@@ -27,7 +26,7 @@ type ensureOptionFunc func(*ensureConfig)
 func (f ensureOptionFunc) applyEnsure(c *ensureConfig) { f(c) }
 
 func newEnsureConfig(opts []EnsureOption) *ensureConfig {
-	cfg := &ensureConfig{fieldOwner: DefaultFieldOwner}
+	cfg := &ensureConfig{}
 	for _, o := range opts {
 		o.applyEnsure(cfg)
 	}
@@ -67,23 +66,6 @@ func OptimisticLock() EnsureOption {
 // by all reconciles of a controller.
 func DetectHotLoops(d *HotLoopDetector) EnsureOption {
 	return ensureOptionFunc(func(c *ensureConfig) { c.hotLoops = d })
-}
-
-// DefaultFieldOwner is the field manager of the writes of [Ensure],
-// [EnsureMutate] and [EnsureApplied] when no [WithFieldOwner] is given. Set
-// your controller's name instead.
-const DefaultFieldOwner = "reconcilekit"
-
-// WithFieldOwner names the field manager of every write [Ensure],
-// [EnsureMutate] and [EnsureApplied] make (creates, patches and applies), so
-// the API server records in metadata.managedFields which fields it set.
-// Default [DefaultFieldOwner]; an empty name keeps the default.
-func WithFieldOwner(name string) EnsureOption {
-	return ensureOptionFunc(func(c *ensureConfig) {
-		if name != "" {
-			c.fieldOwner = name
-		}
-	})
 }
 
 // ForceOwnership makes [EnsureApplied] take over fields another field manager

@@ -84,6 +84,32 @@ func ExampleDiff_unstructured() {
 	// [spec.ports[port=80].targetPort] <nil>
 }
 
+// What our field owner wrote before and desired no longer sets is drift:
+// the API server recorded in managedFields that reconcilekit set the env var
+// LOG (here written down as the server returns it), and desired no longer
+// has it. INJECTED belongs to another field manager and is left alone.
+func ExampleDiff_fieldsWeWroteBefore() {
+	live := exampleDeployment("nginx:1.25")
+	live.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "debug"}, {Name: "INJECTED", Value: "1"}}
+	envEntry := func(name string) string {
+		return `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`
+	}
+	live.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(envEntry("LOG"))}},
+		{Manager: "injector", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(envEntry("INJECTED"))}},
+	}
+
+	c, _ := reconcile.Diff(exampleDeployment("nginx:1.25"), live)
+	fmt.Println(c.Paths)
+	fmt.Print(c.Report)
+	// Output:
+	// [spec.template.spec.containers[name=web].env[name=LOG]]
+	// spec.template.spec.containers[name=web].env[name=LOG]:
+	//   any(
+	// - 	v1.EnvVar{Name: "LOG", Value: "debug"},
+	//   )
+}
+
 // Ensure creates what is missing, writes nothing when nothing drifted, and
 // patches only the drifted fields otherwise.
 func ExampleEnsure() {
