@@ -70,7 +70,7 @@ func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 	fields := func(d *appsv1.Deployment) []string {
 		var out []string
 		for _, mf := range d.ManagedFields {
-			out = append(out, mf.Manager+" "+string(mf.Operation)+" "+string(mf.FieldsV1.Raw))
+			out = append(out, mf.Manager+" "+string(mf.Operation)+" "+mf.FieldsV1.GetRawString())
 		}
 		return out
 	}

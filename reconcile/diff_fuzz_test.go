@@ -145,7 +145,7 @@ func panics(f func()) (p bool) {
 // must decide as it explains. Valid entries are seeded from the server.
 func FuzzDiffManagedFields(f *testing.F) {
 	live := loadDefaulted(f)
-	ours := live.ManagedFields[0].FieldsV1.Raw
+	ours := live.ManagedFields[0].FieldsV1.GetRawBytes()
 	f.Add(ours, []byte(`{"f:spec":{"f:replicas":{}}}`), "Update")
 	f.Add(ours, ours, "Apply")
 	f.Add([]byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"GONE\"}":{".":{}}}}}}}}}`), []byte(`{}`), "Update")
@@ -153,8 +153,8 @@ func FuzzDiffManagedFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, oursRaw, theirsRaw []byte, op string) {
 		l := live.DeepCopy()
 		l.ManagedFields = []metav1.ManagedFieldsEntry{
-			{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: &metav1.FieldsV1{Raw: oursRaw}},
-			{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsV1: &metav1.FieldsV1{Raw: theirsRaw}},
+			{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(oursRaw))},
+			{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(theirsRaw))},
 		}
 		desired := webDeployment()
 		desired.Spec.Template.Spec.Containers[0].Env = nil

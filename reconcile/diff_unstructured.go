@@ -27,7 +27,7 @@ func (w *walker) jsonValue(d any, ap *any, name string, quantity bool) bool {
 		}
 		jt := w.jt
 		w.jt = elemType(jt)
-		ok := w.jsonList(ap, func(a reflect.Value) bool { return w.list(reflect.ValueOf(d), a, "") })
+		ok := w.jsonList(ap, func(a reflect.Value) bool { return w.list(reflect.ValueOf(d), a, nil) })
 		w.jt = jt
 		return ok
 	}
@@ -53,17 +53,6 @@ func (w *walker) jsonList(ap *any, walk func(a reflect.Value) bool) bool {
 
 // noList is the actual list of a JSON list that actual has as null.
 var noList = reflect.ValueOf([]any(nil))
-
-// jsonUnset is unset for JSON content *ap.
-func (w *walker) jsonUnset(ap *any) bool {
-	switch av := (*ap).(type) {
-	case map[string]any:
-		return w.jsonOwned(nil, av, modeNormal)
-	case []any:
-		return w.jsonList(ap, func(a reflect.Value) bool { return w.extras(a, make([]bool, len(av)), keying{}, false) })
-	}
-	return true
-}
 
 // jsonReplace is replace for JSON content.
 func (w *walker) jsonReplace(d any, ap *any) bool {
@@ -93,63 +82,26 @@ func (w *walker) jsonObject(d, a map[string]any, m mode, quantity bool) bool {
 			n = w.pushField(k)
 		}
 		if own != nil {
-			w.own, w.jt = own.field(k), childType(jt, m, k)
+			if w.own = own.field(k); w.own != nil {
+				w.jt = childType(jt, m, k)
+			}
 			if w.pod && k == "requests" {
 				w.protect = d["limits"]
 			}
 		}
 		ok := w.ignored() || w.jsonEntry(a, k, dv, sub, quantity || k == "sizeLimit")
-		w.own, w.jt, w.protect = own, jt, protect
+		if own != nil {
+			w.own, w.jt, w.protect = own, jt, protect
+		}
 		if w.done(n, &eq, ok) {
 			return false
 		}
 	}
 	switch {
 	case m == modeNormal && len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path):
-		eq = dropExtraKeys(w, d, a, w.pushName) && eq
+		eq = dropKeys(w, d, a, true, w.pushName) && eq
 	case own != nil:
 		eq = w.jsonOwned(d, a, m) && eq
-	}
-	return eq
-}
-
-// jsonOwned handles the keys of the JSON object a that we own and desired d
-// lacks or sets to null: the entries of a map (as the Go type says: without
-// one, only labels and annotations are known maps) are dropped whole when
-// we may drop them; fields are dropped when our Apply entry owns them, and
-// otherwise looked into.
-func (w *walker) jsonOwned(d, a map[string]any, m mode) bool {
-	eq, own, jt, protect := true, w.own, w.jt, w.protect
-	entry := m == modeNormal && jt != nil && jt.Kind() == reflect.Map
-	for _, f := range own.fields {
-		av := a[f.name]
-		if _, visible := w.visible(m, f.name); !visible || d[f.name] != nil || av == nil || !f.node.reach {
-			continue
-		}
-		n := w.pushName(f.name)
-		ok := true
-		switch {
-		case w.ignored():
-		case f.node.drops(entry):
-			if !entry || !w.protected(f.name) {
-				ok = !w.differs(reflect.Value{}, reflect.ValueOf(av))
-			}
-			if !ok && w.overlay {
-				delete(a, f.name)
-			}
-		case !entry:
-			w.own, w.jt = f.node, childType(jt, m, f.name)
-			if w.pod && f.name == "requests" {
-				w.protect = d["limits"]
-			}
-			if ok = w.jsonUnset(&av); !ok && w.overlay {
-				a[f.name] = av
-			}
-			w.own, w.jt, w.protect = own, jt, protect
-		}
-		if w.done(n, &eq, ok) {
-			return false
-		}
 	}
 	return eq
 }

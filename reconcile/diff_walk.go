@@ -6,6 +6,7 @@ import (
 	"math"
 	"reflect"
 	"strconv"
+	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -97,6 +98,9 @@ func (w *walker) pushKey(key string) int {
 // (metadata.labels[app.kubernetes.io/name]), matching the typed form for the
 // common cases.
 func (w *walker) pushName(k string) int {
+	if !w.track {
+		return len(w.path)
+	}
 	if isIdent(k) {
 		return w.pushField(k)
 	}
@@ -113,14 +117,14 @@ func (w *walker) pushIndex(i int) int {
 	return n
 }
 
-// pushElem pushes "[key=value]" for a keyed list element.
-func (w *walker) pushElem(key string, kv reflect.Value) int {
+// pushElem pushes "[key=value]" for the element e of a list keyed by k.
+func (w *walker) pushElem(k keying, e reflect.Value) int {
 	n := len(w.path)
 	if w.track {
 		w.path = append(w.path, '[')
-		w.path = append(w.path, key...)
+		w.path = append(w.path, k.name...)
 		w.path = append(w.path, '=')
-		w.path = appendScalar(w.path, kv)
+		w.path = appendScalar(w.path, k.of(e))
 		w.path = append(w.path, ']')
 	}
 	return n
@@ -236,7 +240,7 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 	switch d.Kind() {
 	case reflect.Pointer:
 		if d.IsNil() {
-			return w.unset(a, "")
+			return w.own == nil || w.unset(a, nil)
 		}
 		if a.IsNil() {
 			return w.replace(d, a)
@@ -244,10 +248,10 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 		return w.value(d.Elem(), a.Elem(), true)
 	case reflect.Interface:
 		if d.IsNil() {
-			return w.unset(a, "")
+			return w.own == nil || w.unset(a, nil)
 		}
-		if d.NumMethod() == 0 { // JSON: unstructured content
-			return w.jsonValue(d.Interface(), ptrTo[any](a), "", false)
+		if d.Type() == anyType { // JSON: unstructured content
+			return w.jsonValue(*ptrTo[any](d), ptrTo[any](a), "", false)
 		}
 		if a.IsNil() || d.Elem().Type() != a.Elem().Type() {
 			return w.replace(d, a)
@@ -265,7 +269,7 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 	case reflect.Struct:
 		return w.object(d, a, modeNormal, set)
 	case reflect.Slice:
-		return w.list(d, a, "")
+		return w.list(d, a, nil)
 	case reflect.Array:
 		eq, own := true, w.own
 		w.own = nil
@@ -281,7 +285,7 @@ func (w *walker) value(d, a reflect.Value, set bool) bool {
 		return w.mapValue(d, a)
 	}
 	if !set && d.IsZero() {
-		return w.unset(a, "")
+		return w.own == nil || w.unset(a, nil)
 	}
 	return scalarEqual(d, a) || w.replace(d, a)
 }
@@ -310,7 +314,7 @@ func scalarEqual(d, a reflect.Value) bool {
 // ptrTo returns a pointer to v's memory, copying when v is not addressable.
 func ptrTo[T any](v reflect.Value) *T {
 	if v.CanAddr() {
-		return (*T)(v.Addr().UnsafePointer())
+		return (*T)(unsafe.Pointer(v.UnsafeAddr())) // Addr would build v's pointer type
 	}
 	x := v.Interface().(T)
 	return &x
@@ -356,26 +360,18 @@ func (w *walker) object(d, a reflect.Value, m mode, set bool) bool {
 		case sub == modeMeta && fd.Kind() == reflect.Struct:
 			ok = w.object(fd, fa, modeMeta, false)
 		case fd.Kind() == reflect.Slice:
-			ok = w.list(fd, fa, f.mergeKey)
+			ok = w.list(fd, fa, f)
 		default:
 			ok = w.value(fd, fa, false)
 		}
-		w.own, w.protect = own, protect
+		if kids != nil {
+			w.own, w.protect = own, protect
+		}
 		if w.done(n, &eq, ok) {
 			return false
 		}
 	}
 	return eq
-}
-
-// limitsOf returns the limits of a resource requirements struct d, or nil.
-func limitsOf(d reflect.Value, ti *typeInfo) any {
-	if i, ok := ti.byName["limits"]; ok && ti.fields[i].index < d.NumField() {
-		if l := d.Field(ti.fields[i].index); l.Type() == resourceListType {
-			return l.Interface()
-		}
-	}
-	return nil
 }
 
 // special compares the struct types compared as one value.
@@ -385,43 +381,43 @@ func (w *walker) special(s special, d, a reflect.Value, set bool) bool {
 	case specialQuantity:
 		dq := ptrTo[resource.Quantity](d)
 		if !set && dq.IsZero() {
-			return w.unset(a, "")
+			return w.own == nil || w.unset(a, nil)
 		}
 		eq = dq.Cmp(*ptrTo[resource.Quantity](a)) == 0
 	case specialTime:
 		dt, at := ptrTo[metav1.Time](d), ptrTo[metav1.Time](a)
 		if !set && dt.IsZero() {
-			return w.unset(a, "")
+			return w.own == nil || w.unset(a, nil)
 		}
 		// metav1.Time travels with second precision.
 		eq = dt.IsZero() == at.IsZero() && dt.Unix() == at.Unix()
 	case specialMicroTime:
 		dt, at := ptrTo[metav1.MicroTime](d), ptrTo[metav1.MicroTime](a)
 		if !set && dt.IsZero() {
-			return w.unset(a, "")
+			return w.own == nil || w.unset(a, nil)
 		}
 		eq = dt.IsZero() == at.IsZero() && dt.UnixMicro() == at.UnixMicro()
 	case specialIntOrString:
 		di, ai := ptrTo[intstr.IntOrString](d), ptrTo[intstr.IntOrString](a)
 		if !set && di.Type == intstr.Int && di.IntVal == 0 {
-			return w.unset(a, "")
+			return w.own == nil || w.unset(a, nil)
 		}
 		eq = *di == *ai
 	}
 	return eq || w.replace(d, a)
 }
 
-// list compares a typed slice or a JSON list ([]any); tagKey is the Go
-// field's patchMergeKey.
-func (w *walker) list(d, a reflect.Value, tagKey string) bool {
+// list compares a typed slice or a JSON list ([]any); f is the struct field
+// holding it, nil for none.
+func (w *walker) list(d, a reflect.Value, f *fieldInfo) bool {
 	owned := len(w.cfg.ownList) > 0 && anyMatch(w.cfg.ownList, w.path)
 	if d.Len() == 0 && !owned {
-		return w.unset(a, tagKey)
+		return w.own == nil || w.unset(a, f)
 	}
 	if d.Type() == bytesType {
 		return string(d.Bytes()) == string(a.Bytes()) || w.replace(d, a)
 	}
-	if k, ok := w.keying(d, tagKey); ok {
+	if k, ok := w.keying(d, f); ok {
 		return w.keyedList(d, a, k, owned)
 	}
 	if !owned && objects(d) {
@@ -445,8 +441,10 @@ func (w *walker) list(d, a reflect.Value, tagKey string) bool {
 
 // isJSON reports whether t is the type of JSON content, any.
 func isJSON(t reflect.Type) bool {
-	return t.Kind() == reflect.Interface && t.NumMethod() == 0
+	return t == anyType
 }
+
+var anyType = reflect.TypeFor[any]()
 
 // objects reports whether the list's elements are structs or JSON objects.
 func objects(list reflect.Value) bool {
@@ -455,7 +453,7 @@ func objects(list reflect.Value) bool {
 		return et.Kind() == reflect.Struct
 	}
 	for i := range list.Len() {
-		if _, ok := list.Index(i).Interface().(map[string]any); !ok {
+		if _, ok := (*ptrTo[any](list.Index(i))).(map[string]any); !ok {
 			return false
 		}
 	}
@@ -474,16 +472,23 @@ type keying struct {
 // keying returns the key of the list d at the current path: a ListKey rule
 // wins over the type's patchMergeKey; a JSON list is keyed by "name" when
 // every desired element is an object with a scalar name.
-func (w *walker) keying(d reflect.Value, tagKey string) (keying, bool) {
+func (w *walker) keying(d reflect.Value, f *fieldInfo) (keying, bool) {
+	tagKey := ""
+	if f != nil {
+		tagKey = f.mergeKey
+	}
 	key, explicit := w.listKey(tagKey)
-	if !isJSON(d.Type().Elem()) {
-		return typedKeying(d.Type().Elem(), key)
+	if et := d.Type().Elem(); !isJSON(et) {
+		if !explicit {
+			return f.keying(et)
+		}
+		return typedKeying(et, key)
 	}
 	if !explicit {
 		key = "name"
 	}
 	for i := range d.Len() {
-		m, ok := d.Index(i).Interface().(map[string]any)
+		m, ok := (*ptrTo[any](d.Index(i))).(map[string]any)
 		if !ok {
 			return keying{}, false
 		}
@@ -528,28 +533,55 @@ func (k keying) of(e reflect.Value) reflect.Value {
 	if k.field >= 0 {
 		return e.Field(k.field)
 	}
-	m, _ := e.Interface().(map[string]any)
-	return reflect.ValueOf(m[k.name])
+	return reflect.ValueOf(k.json(e))
 }
 
-// pairs reports whether elements x and y have the same key (and protocol,
-// defaulting to TCP as the API does: 53/UDP and 53/TCP are two elements).
-func (k keying) pairs(x, y reflect.Value) bool {
-	return sameKey(k.of(x), k.of(y)) && (k.proto < 0 || protocol(x.Field(k.proto)) == protocol(y.Field(k.proto)))
+// json returns the key of the JSON list element e, nil when it has none.
+func (k keying) json(e reflect.Value) any {
+	m, _ := (*ptrTo[any](e)).(map[string]any)
+	return m[k.name]
+}
+
+// elemKey is the key of a list element: a Go field (typed) or a JSON value.
+type elemKey struct {
+	field reflect.Value
+	json  any
+	proto string
+}
+
+func (k keying) key(e reflect.Value) elemKey {
+	if k.field < 0 {
+		return elemKey{json: k.json(e)}
+	}
+	ek := elemKey{field: e.Field(k.field)}
+	if k.proto >= 0 {
+		ek.proto = protocol(e.Field(k.proto))
+	}
+	return ek
+}
+
+// has reports whether element e has the key (and protocol, defaulting to
+// TCP as the API does: 53/UDP and 53/TCP are two elements).
+func (k keying) has(e reflect.Value, key elemKey) bool {
+	if k.field < 0 {
+		v := k.json(e)
+		return v != nil && key.json != nil && uscalarEqual(key.json, v, false)
+	}
+	return sameKey(e.Field(k.field), key.field) && (k.proto < 0 || protocol(e.Field(k.proto)) == key.proto)
 }
 
 // find returns the index of the element of a that pairs with d[i]: the
 // occurrence-th element with its key, counting the elements of d before i
 // with the same key, or -1.
 func (k keying) find(a, d reflect.Value, i int) int {
-	de, occurrence := d.Index(i), 0
+	key, occurrence := k.key(d.Index(i)), 0
 	for j := range i {
-		if k.pairs(d.Index(j), de) {
+		if k.has(d.Index(j), key) {
 			occurrence++
 		}
 	}
 	for j := range a.Len() {
-		if k.pairs(a.Index(j), de) {
+		if k.has(a.Index(j), key) {
 			if occurrence == 0 {
 				return j
 			}
@@ -602,7 +634,7 @@ func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
 	matched := make([]bool, a.Len())
 	for i := range d.Len() {
 		de := d.Index(i)
-		n := w.pushElem(k.name, k.of(de))
+		n := w.pushElem(k, de)
 		ok := w.ignored()
 		if !ok {
 			if j := k.find(a, d, i); j < 0 {
@@ -645,7 +677,7 @@ func (w *walker) extras(a reflect.Value, keep []bool, k keying, owned bool) bool
 		ae := a.Index(j)
 		var n int
 		if owned {
-			n = w.pushElem(k.name, k.of(ae))
+			n = w.pushElem(k, ae)
 		} else {
 			oe := w.own.elemFor(ae)
 			if oe == nil || !oe.node.drops(true) || w.sharesKey(a, j, k) {
@@ -670,40 +702,6 @@ func (w *walker) extras(a reflect.Value, keep []bool, k keying, owned bool) bool
 		a.Set(kept)
 	}
 	return eq
-}
-
-// sharesKey reports whether, for a strategic merge patch, the element a[j]
-// cannot be removed alone: the patch deletes by the merge key only, so it
-// would delete every element with that key (53/UDP and 53/TCP alike).
-func (w *walker) sharesKey(a reflect.Value, j int, k keying) bool {
-	if !w.cfg.smp || k.field < 0 || k.proto < 0 {
-		return false
-	}
-	for i := range a.Len() {
-		if i != j && sameKey(k.of(a.Index(i)), k.of(a.Index(j))) {
-			return true
-		}
-	}
-	return false
-}
-
-// pushOwned pushes "[k1=v1,k2=v2]" (or "[value]") for an element we own.
-func (w *walker) pushOwned(oe *ownedElem) int {
-	n := len(w.path)
-	if w.track {
-		w.path = append(w.path, '[')
-		if oe.key == nil {
-			w.path = fmt.Append(w.path, oe.value)
-		}
-		for i, k := range oe.key {
-			if i > 0 {
-				w.path = append(w.path, ',')
-			}
-			w.path = fmt.Appendf(w.path, "%s=%v", k.name, k.value)
-		}
-		w.path = append(w.path, ']')
-	}
-	return n
 }
 
 // subset compares a list of objects that has no key (tolerations, for one)
@@ -738,66 +736,10 @@ func (w *walker) equal(d, a reflect.Value) bool {
 	return trial.value(d, a, true)
 }
 
-// unset handles actual's value a where desired leaves the value unset: what
-// we own there and may drop is drift (see ownedNode.drops). Struct fields
-// are looked into; list elements and map entries are dropped whole or not
-// at all. tagKey is the list's patchMergeKey.
-func (w *walker) unset(a reflect.Value, tagKey string) bool {
-	o := w.own
-	if o == nil || !o.reach || !a.IsValid() || a.IsZero() {
-		return true
-	}
-	if o.drops(false) {
-		if !w.differs(reflect.Value{}, a) {
-			return true
-		}
-		if w.overlay {
-			a.Set(reflect.Zero(a.Type()))
-		}
-		return false
-	}
-	switch a.Kind() {
-	case reflect.Pointer:
-		return w.unset(a.Elem(), tagKey)
-	case reflect.Interface:
-		return !isJSON(a.Type()) || w.jsonUnset(ptrTo[any](a))
-	case reflect.Map:
-		return w.dropOwned(reflect.Value{}, a)
-	case reflect.Slice:
-		k, _ := typedKeying(a.Type().Elem(), tagKey)
-		return w.extras(a, make([]bool, a.Len()), k, false)
-	case reflect.Struct:
-		ti := infoFor(a.Type())
-		if ti.special != notSpecial {
-			return true
-		}
-		eq, kids := true, o.kidsFor(a.Type())
-		for i := range ti.fields {
-			f, kid := &ti.fields[i], kids[i]
-			n := len(w.path)
-			if f.inline {
-				kid = o
-			} else if kid == nil || !kid.reach {
-				continue
-			} else {
-				n = w.pushField(f.name)
-			}
-			w.own = kid
-			ok := w.ignored() || w.unset(a.Field(f.index), f.mergeKey)
-			w.own = o
-			if w.done(n, &eq, ok) {
-				return false
-			}
-		}
-		return eq
-	}
-	return true
-}
-
 func (w *walker) mapValue(d, a reflect.Value) bool {
 	owned := len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path)
 	if d.Len() == 0 && !owned {
-		return w.unset(a, "")
+		return w.own == nil || w.unset(a, nil)
 	}
 	switch d.Type() {
 	case stringMapType:
@@ -887,66 +829,6 @@ func (w *walker) reflectExtras(d, a reflect.Value, owned bool) bool {
 	return eq
 }
 
-// dropOwned handles the entries of the map a that we own, desired d lacks
-// (d may be invalid: no map) and we may drop.
-func (w *walker) dropOwned(d, a reflect.Value) bool {
-	switch a.Type() {
-	case stringMapType:
-		return dropOwnedEntries[map[string]string](w, d, a)
-	case resourceListType:
-		return dropOwnedEntries[corev1.ResourceList](w, d, a)
-	case bytesMapType:
-		return dropOwnedEntries[map[string][]byte](w, d, a)
-	}
-	if !d.IsValid() {
-		d = reflect.MakeMap(a.Type())
-	}
-	return w.reflectExtras(d, a, false)
-}
-
-// dropOwnedEntries is dropOwned for native maps: each entry we own and may
-// drop that desired lacks is drift, removed from a when overlaying. In a
-// Pod's requests, keys desired's limits has are defaults, not drift.
-func dropOwnedEntries[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value) bool {
-	var dm M
-	if d.IsValid() {
-		dm = d.Interface().(M)
-	}
-	am := a.Interface().(M)
-	eq := true
-	for _, f := range w.own.fields {
-		_, set := dm[K(f.name)]
-		av, found := am[K(f.name)]
-		if set || !found || !f.node.drops(true) || w.protected(f.name) {
-			continue
-		}
-		n := w.pushKey(f.name)
-		extra := !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(av))
-		if extra && w.overlay {
-			delete(am, K(f.name))
-		}
-		if w.done(n, &eq, !extra) {
-			return false
-		}
-	}
-	return eq
-}
-
-// protected reports whether key is a key of desired's limits while the walk
-// is in a Pod's requests: the API server copies limits into missing
-// requests, so such a request is a default, never drift.
-func (w *walker) protected(key string) bool {
-	switch l := w.protect.(type) {
-	case corev1.ResourceList:
-		_, ok := l[corev1.ResourceName(key)]
-		return ok
-	case map[string]any:
-		_, ok := l[key]
-		return ok
-	}
-	return false
-}
-
 // nativeMap is the allocation-free path for maps with string keys the walk
 // meets often: map[string]string (labels, annotations, selectors) and
 // corev1.ResourceList. same compares two values; clone copies desired's
@@ -977,30 +859,8 @@ func nativeMap[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value, owne
 			return false
 		}
 	}
-	if owned && !dropExtraKeys(w, dm, am, w.pushKey) || !owned && w.own != nil && !dropOwnedEntries[M](w, d, a) {
+	if (owned || w.own != nil) && !dropKeys(w, dm, am, owned, w.pushKey) {
 		eq = false
-	}
-	return eq
-}
-
-// dropExtraKeys handles the keys of an owned map that actual has and
-// desired lacks: each one not ignored is drift (removed from a when
-// overlaying). It reports whether there was none; without explain it stops
-// at the first.
-func dropExtraKeys[K ~string, V any](w *walker, d, a map[K]V, push func(string) int) bool {
-	eq := true
-	for k, av := range a {
-		if _, found := d[k]; found {
-			continue
-		}
-		n := push(string(k))
-		extra := !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(av))
-		if extra && w.overlay {
-			delete(a, k)
-		}
-		if w.done(n, &eq, !extra) {
-			return false
-		}
 	}
 	return eq
 }

@@ -92,9 +92,15 @@
 //
 // Both read the object (a GET, served by the cache with a manager's client)
 // and write nothing when nothing drifted; on drift both send one request.
-// They differ in what that request is and how the server treats it
-// (BenchmarkEnsure measures the time, requests and body bytes of both,
-// converged and drifted; BENCHMARKS.md has the last figures):
+// They differ in what that request is and how the server treats it.
+// BenchmarkEnsure measures both against a real API server, converged and
+// drifted: the time of a call, its requests (requests/op) and the bytes of
+// its write (body-B/op); run it with
+//
+//	go test -run '^$' -bench Ensure ./reconcile/
+//
+// (it needs the envtest binaries, see the module's README); BENCHMARKS.md
+// has the last run's times.
 //
 //   - Ensure sends a patch of the drifted fields only (strategic merge for
 //     built-in types, JSON merge for custom resources, whose lists travel

@@ -95,8 +95,8 @@ func ExampleDiff_fieldsWeWroteBefore() {
 		return `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`
 	}
 	live.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(envEntry("LOG"))}},
-		{Manager: "injector", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(envEntry("INJECTED"))}},
+		{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("LOG"))},
+		{Manager: "injector", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("INJECTED"))},
 	}
 
 	c, _ := reconcile.Diff(exampleDeployment("nginx:1.25"), live)

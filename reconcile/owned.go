@@ -20,26 +20,11 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
-// Owned fields: the API server records in metadata.managedFields, per field
-// manager and operation, the set of fields that manager last wrote. What our
-// field owner wrote and desired no longer sets is drift (the write removes
-// it), as long as no other manager owns it or anything beneath it. Which of
-// our fields count depends on the operation that recorded them:
-//
-//   - Apply (server-side apply) records exactly what was applied, so every
-//     field, list element and map entry of that entry counts.
-//   - Update (create, patch, update) records every field the write changed,
-//     and a create changes every field the server defaulted
-//     (imagePullPolicy, protocol, targetPort, ...). Removing a defaulted
-//     field makes the server default it again, so an Update entry's struct
-//     fields never count: only its list elements (keyed or set) and map
-//     entries do, which the Go type (or, for unstructured objects, the Go
-//     type of the kind in client-go's scheme) tells from struct fields. One
-//     default is a map entry: a Pod's requests copied from its limits; a
-//     request whose limit desired sets is never removed from a Pod.
-//
-// Mutating admission runs after the server records ownership, so what it
-// adds is nobody's and is never removed.
+// Owned fields (the rule is in the package documentation, "Fields we wrote
+// before"): this file turns an object's metadata.managedFields into the tree
+// of what our field owner owns, which the walk consults (owned_walk.go). The
+// entries are parsed with structured-merge-diff's fieldpath.Set and the tree
+// is memoized by content, so a converged object costs a hash and a compare.
 
 // ownedNode is one node of the fields we own, compiled once per
 // managedFields content (see ownedFor) and shared, read-only, by every walk
@@ -48,6 +33,7 @@ type ownedNode struct {
 	update, apply bool // a member of our Update / Apply entry
 	removable     bool // no other manager owns it or anything beneath it
 	reach         bool // it or a node beneath it is removable and ours
+	below         bool // a node beneath it is removable and ours
 	fields        []ownedField
 	elems         []ownedElem
 	typed         atomic.Pointer[[]typedKids] // children by field of a Go struct type
@@ -128,11 +114,18 @@ func (o *ownedNode) kidsFor(t reflect.Type) []*ownedNode {
 // elemFor returns our element matching the list element e by its key fields
 // (a missing or empty protocol is TCP, as the API defaults it) or value.
 func (o *ownedNode) elemFor(e reflect.Value) *ownedElem {
-	if o == nil {
+	if o == nil || len(o.elems) == 0 {
 		return nil
 	}
+	if e.Kind() == reflect.Interface {
+		e = e.Elem()
+	}
+	var ti *typeInfo
+	if e.Kind() == reflect.Struct {
+		ti = infoFor(e.Type())
+	}
 	for i := range o.elems {
-		if o.elems[i].matches(e) {
+		if o.elems[i].matches(e, ti) {
 			return &o.elems[i]
 		}
 	}
@@ -147,10 +140,8 @@ func (oe *ownedElem) nodeOrNil() *ownedNode {
 	return oe.node
 }
 
-func (oe *ownedElem) matches(e reflect.Value) bool {
-	if e.Kind() == reflect.Interface {
-		e = e.Elem()
-	}
+// matches reports whether e (a struct of type ti, or JSON) is the element.
+func (oe *ownedElem) matches(e reflect.Value, ti *typeInfo) bool {
 	if oe.key == nil {
 		return e.IsValid() && e.Kind() != reflect.Struct && e.Kind() != reflect.Map && uscalarEqual(oe.value, e.Interface(), false)
 	}
@@ -159,8 +150,7 @@ func (oe *ownedElem) matches(e reflect.Value) bool {
 		switch {
 		case !e.IsValid():
 			return false
-		case e.Kind() == reflect.Struct:
-			ti := infoFor(e.Type())
+		case ti != nil:
 			i, ok := ti.byName[k.name]
 			if !ok {
 				return false
@@ -228,6 +218,7 @@ func compile(update, apply, others *fieldpath.Set) *ownedNode {
 		child.apply = apply != nil && apply.Members.Has(pe)
 		theirs := childSet(others, pe)
 		child.removable = others == nil || !others.Members.Has(pe) && (theirs == nil || theirs.Empty())
+		child.below = child.reach
 		child.reach = child.reach || child.removable && (child.update || child.apply)
 		n.reach = n.reach || child.reach
 		switch {
@@ -304,9 +295,7 @@ func entries(obj any, content map[string]any, f func(entry) bool) {
 	}
 	for _, mf := range o.GetManagedFields() {
 		e := entry{manager: mf.Manager, operation: string(mf.Operation), apiVersion: mf.APIVersion, subresource: mf.Subresource}
-		if mf.FieldsV1 != nil {
-			e.raw = mf.FieldsV1.Raw
-		}
+		e.raw = mf.FieldsV1.GetRawBytes()
 		if !f(e) {
 			return
 		}

@@ -121,6 +121,14 @@ func widgetPortsIn(ns string, ports ...string) client.Object {
 	return w
 }
 
+// injectSidecarAndEnv is another field manager adding a container and an env
+// var to a Deployment.
+func injectSidecarAndEnv(o client.Object) {
+	d := o.(*appsv1.Deployment)
+	d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "injected", Image: "proxy:1"})
+	webContainer(d).Env = append(webContainer(d).Env, corev1.EnvVar{Name: "FOREIGN", Value: "1"})
+}
+
 // removalCases are desired objects that stop setting something the field
 // owner wrote before, while another field manager adds its own elements.
 var removalCases = []struct {
@@ -143,11 +151,7 @@ var removalCases = []struct {
 			webContainer(d).Ports[0].ContainerPort = 9090
 			return d
 		},
-		other: func(o client.Object) {
-			d := o.(*appsv1.Deployment)
-			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "injected", Image: "proxy:1"})
-			webContainer(d).Env = append(webContainer(d).Env, corev1.EnvVar{Name: "FOREIGN", Value: "1"})
-		},
+		other:   injectSidecarAndEnv,
 		removed: "spec.template.spec.containers[name=web].ports[containerPort=8080,protocol=TCP]",
 		check: func(t *testing.T, live client.Object, _ form) {
 			d := live.(*appsv1.Deployment)
@@ -171,11 +175,7 @@ var removalCases = []struct {
 			webContainer(d).Env = webContainer(d).Env[:1] // MODE stays, LOG goes
 			return d
 		},
-		other: func(o client.Object) {
-			d := o.(*appsv1.Deployment)
-			d.Spec.Template.Spec.Containers = append(d.Spec.Template.Spec.Containers, corev1.Container{Name: "injected", Image: "proxy:1"})
-			webContainer(d).Env = append(webContainer(d).Env, corev1.EnvVar{Name: "FOREIGN", Value: "1"})
-		},
+		other:               injectSidecarAndEnv,
 		removed:             "spec.template.spec.containers[name=web].env[name=LOG]",
 		removedUnstructured: "spec.template.spec.containers[name=web].env[name=LOG]",
 		check: func(t *testing.T, live client.Object, _ form) {
@@ -498,7 +498,7 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 		theirs = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"LOG\"}":{"f:value":{}}}}}}}}}`
 	)
 	entry := func(manager, op, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}}
+		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
 	}
 	desired := func() *appsv1.Deployment {
 		d := webDeployment()
@@ -562,7 +562,7 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			for _, unstr := range []bool{false, true} {
-				if unstr && json.Valid(tt.live.ManagedFields[0].FieldsV1.Raw) == false {
+				if unstr && !json.Valid(tt.live.ManagedFields[0].FieldsV1.GetRawBytes()) {
 					continue // unstructured content holds managedFields decoded
 				}
 				var d, a any = desired(), tt.live
@@ -599,7 +599,7 @@ func TestDiffPodRequestsCopiedFromLimitsAreDefaults(t *testing.T) {
 		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 	}}}}}
 	live := desired.DeepCopy()
-	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: reconcile.DefaultFieldOwner, Operation: "Update", APIVersion: "v1", FieldsV1: &metav1.FieldsV1{Raw: []byte(created)}}}
+	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: reconcile.DefaultFieldOwner, Operation: "Update", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(created)}}
 	live.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	for _, unstr := range []bool{false, true} {
 		var d, a any = desired, live
