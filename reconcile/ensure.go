@@ -60,7 +60,8 @@ type Outcome struct {
 // On success desired holds the object as the server returned it, as after
 // client.Create. With [DetectHotLoops], a drift that keeps coming back is
 // not patched and Ensure returns a [*HotLoopError] with OperationUnchanged.
-func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (Outcome, error) {
+func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (out Outcome, err error) {
+	defer func() { observeEnsure(c, desired, out, err) }()
 	cfg := newEnsureConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
@@ -92,7 +93,8 @@ func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ..
 // value count as unchanged), and when it writes, it patches only the
 // drifted fields. A field mutate sets to its zero value is not drift: to
 // clear a field, use a pointer, [OwnMap] or [OwnList].
-func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...EnsureOption) (Outcome, error) {
+func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...EnsureOption) (out Outcome, err error) {
+	defer func() { observeEnsure(c, obj, out, err) }()
 	cfg := newEnsureConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err

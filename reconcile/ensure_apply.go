@@ -23,7 +23,8 @@ import (
 // right away. See "Ensure or EnsureApplied?" in the package documentation.
 //
 // On success desired holds the object as the server returned it.
-func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (Outcome, error) {
+func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (out Outcome, err error) {
+	defer func() { observeEnsure(c, desired, out, err) }()
 	cfg := newEnsureConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
