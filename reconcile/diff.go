@@ -78,6 +78,13 @@ func (c Comparison) String() string {
 //     scalars (args, command) are one value: same length, same order.
 //   - Maps: desired's keys must be present with equal values; extra keys in
 //     actual are not drift unless [OwnMap] says so.
+//   - Fields we wrote before: what the field owner ([WithFieldOwner],
+//     default [DefaultFieldOwner]) owns in actual's metadata.managedFields,
+//     no other field manager owns, and desired no longer sets is drift: any
+//     field of our server-side apply entry; list elements and map entries
+//     of our create and patch (Update) entry, whose struct fields include
+//     server defaults. See the package documentation, "Fields we wrote
+//     before", for the rule and what is detected for custom resources.
 //
 // For [unstructured.Unstructured] there are no Go types, so: a key present in
 // desired is set, even with a zero value ("", 0, false), and null means not
@@ -109,12 +116,13 @@ func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
 	if err != nil {
 		return Comparison{}, err
 	}
+	ops.owners(cfg, actual)
 	var buf [128]byte
-	w := walker{cfg: cfg, track: cfg.hasRules(), path: buf[:0]}
+	w := newWalker(cfg, &ops, false, false, buf[:0])
 	if w.root(&ops) {
 		return Comparison{Equal: true}, nil
 	}
-	w = walker{cfg: cfg, track: true, explain: true, path: buf[:0]}
+	w = newWalker(cfg, &ops, true, false, buf[:0])
 	if w.root(&ops) || len(w.drifts) == 0 {
 		// Deciding and explaining follow the same rules; reaching this
 		// means they disagree, which the fuzz tests guard against.
@@ -124,11 +132,37 @@ func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
 }
 
 // pair is the normalized inputs of a comparison: both reflect values of one
-// type, or both unstructured content.
+// type, or both unstructured content; and what our field owner owns in
+// actual (see owned.go).
 type pair struct {
 	unstr  bool
 	dv, av reflect.Value
 	dm, am map[string]any
+
+	own *ownedNode
+	pod bool
+	jt  reflect.Type // Go type of the unstructured content's kind, if known
+}
+
+// owners finds what our field owner owns in actual.
+func (p *pair) owners(cfg *diffConfig, actual any) {
+	q := ownedQuery{owner: cfg.owner(), applyOnly: cfg.applyOnly, apiVersion: cfg.apiVersion}
+	if p.unstr {
+		if q.apiVersion == "" {
+			q.apiVersion, _ = p.am["apiVersion"].(string)
+		}
+		if p.own = ownedFor(&q, nil, p.am); p.own != nil {
+			p.jt, p.pod = kindOf(p.am)
+			if cfg.kindType != nil {
+				p.jt = cfg.kindType
+			}
+		}
+		return
+	}
+	if q.apiVersion == "" {
+		q.apiVersion = apiVersionOf(p.av.Type())
+	}
+	p.own, p.pod = ownedFor(&q, actual, nil), p.av.Type() == podType
 }
 
 // operands normalizes the inputs.
@@ -185,12 +219,12 @@ func unstructuredContent(obj any, u *unstructured.Unstructured, isU bool) (map[s
 // root walks the top of the object.
 func (w *walker) root(p *pair) bool {
 	if p.unstr {
-		return w.uobject(p.dm, p.am)
+		return w.jsonObject(p.dm, p.am, modeRoot, false)
 	}
 	dv, av := p.dv, p.av
 	if dv.Kind() == reflect.Struct {
 		if _, isObject := infoFor(dv.Type()).byName["metadata"]; isObject {
-			return w.structValue(dv, av, modeRoot, false)
+			return w.object(dv, av, modeRoot, false)
 		}
 	}
 	return w.value(dv, av, false)

@@ -17,7 +17,9 @@ import (
 )
 
 // defaultedFile is webDeployment as kube-apiserver 1.37 returned it after
-// creating it: captured once from envtest so the benchmarks need no server.
+// Ensure created it (so its managedFields hold our field owner's Update
+// entry, defaults included): captured once from envtest so the benchmarks
+// need no server.
 const defaultedFile = "testdata/deployment-defaulted.yaml"
 
 var update = flag.Bool("update", false, "rewrite "+defaultedFile+" from the test API server")
@@ -36,14 +38,15 @@ func loadDefaulted(tb testing.TB) *appsv1.Deployment {
 }
 
 // TestDefaultedTestdataIsWhatTheServerReturns keeps the benchmark input
-// honest: the stored spec must be exactly what the API server makes of
-// webDeployment today. Run with -update to refresh it.
+// honest: the stored spec and our field owner's managedFields must be
+// exactly what the API server makes of webDeployment created by Ensure
+// today. Run with -update to refresh it.
 func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 	c := env.Client(t)
 	ctx := t.Context()
 	d := webDeployment()
 	d.Namespace = env.Namespace(t)
-	if err := c.Create(ctx, d); err != nil {
+	if _, err := reconcile.Ensure(ctx, c, d); err != nil {
 		t.Fatal(err)
 	}
 	var live appsv1.Deployment
@@ -64,6 +67,16 @@ func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 	if diff := cmp.Diff(stored.Spec, live.Spec); diff != "" {
 		t.Errorf("%s is stale (-stored +server); run go test -run %s -update:\n%s", defaultedFile, t.Name(), diff)
 	}
+	fields := func(d *appsv1.Deployment) []string {
+		var out []string
+		for _, mf := range d.ManagedFields {
+			out = append(out, mf.Manager+" "+string(mf.Operation)+" "+mf.FieldsV1.GetRawString())
+		}
+		return out
+	}
+	if diff := cmp.Diff(fields(stored), fields(&live)); diff != "" || len(stored.ManagedFields) != 1 || stored.ManagedFields[0].Manager != reconcile.DefaultFieldOwner {
+		t.Errorf("%s has stale managedFields (-stored +server), want only %s's; run go test -run %s -update:\n%s", defaultedFile, reconcile.DefaultFieldOwner, t.Name(), diff)
+	}
 	if reflect.DeepEqual(webDeployment().Spec, stored.Spec) {
 		t.Errorf("the stored form equals the desired form: the server applied no defaults?")
 	}
@@ -80,7 +93,7 @@ func benchInputs(tb testing.TB) (desired, defaultedLive, changed *appsv1.Deploym
 }
 
 // TestBenchmarkVerdicts records what each compared method decides on the
-// benchmark inputs, so the table in doc.go states facts.
+// benchmark inputs, so what the package doc says of them is a fact.
 func TestBenchmarkVerdicts(t *testing.T) {
 	desired, live, changed := benchInputs(t)
 	got, err := reconcile.Diff(desired, live)
@@ -135,6 +148,35 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 		b.ReportAllocs()
 		for b.Loop() {
 			c, err := reconcile.Diff(&desired.Spec, &live.Spec)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink = c.Report
+		}
+	})
+	// The live object's managedFields hold our field owner's entry, so
+	// reconcile.Diff also looks for fields we wrote before; without it:
+	notOurs := live.DeepCopy()
+	notOurs.ManagedFields = nil
+	b.Run("reconcile.Diff/no-managedFields", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := reconcile.Diff(desired, notOurs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			sink = c.Report
+		}
+	})
+	ud, ul := toUnstructured(b, desired), toUnstructured(b, live)
+	ud.SetAPIVersion("apps/v1")
+	ud.SetKind("Deployment")
+	ul.SetAPIVersion("apps/v1")
+	ul.SetKind("Deployment")
+	b.Run("reconcile.Diff/unstructured", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			c, err := reconcile.Diff(ud, ul)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -9,6 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	appsv1 "k8s.io/api/apps/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
@@ -29,7 +31,23 @@ func deploymentSeeds(f *testing.F) [][]byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return [][]byte{desired, live, []byte(`{}`), []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"a"},{"name":"a"}]}}}}`)}
+	applied := []byte(`{"metadata":{"managedFields":[{"manager":"reconcilekit","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1",` +
+		`"fieldsV1":{"f:metadata":{"f:labels":{"f:x":{}}},"f:spec":{"f:minReadySeconds":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:ports":{"k:{\"containerPort\":53,\"protocol\":\"UDP\"}":{".":{}}}}}}}}}}]},` +
+		`"spec":{"minReadySeconds":3,"template":{"spec":{"containers":[{"name":"a","ports":[{"containerPort":53,"protocol":"UDP"},{"containerPort":53}]},{"name":"b"}]}}}}`)
+	return [][]byte{desired, live, applied, []byte(`{}`), []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"a"},{"name":"a"}]}}}}`)}
+}
+
+// owners returns options that make each field manager of obj's
+// managedFields ours in turn (and none), so the fuzzers reach the owned
+// field rules with whatever managedFields they make up.
+func owners(obj interface {
+	GetManagedFields() []metav1.ManagedFieldsEntry
+}) [][]reconcile.DiffOption {
+	out := [][]reconcile.DiffOption{nil}
+	for _, mf := range obj.GetManagedFields() {
+		out = append(out, []reconcile.DiffOption{reconcile.WithFieldOwner(mf.Manager)})
+	}
+	return out
 }
 
 // checkInvariants asserts what must hold for any inputs: no error for
@@ -74,7 +92,9 @@ func FuzzDiffTyped(f *testing.F) {
 		if json.Unmarshal(a, &x) != nil || json.Unmarshal(b, &y) != nil {
 			return
 		}
-		checkInvariants(t, &x, &y, x.DeepCopy())
+		for _, owner := range owners(&y) {
+			checkInvariants(t, &x, &y, x.DeepCopy(), owner...)
+		}
 		if _, err := reconcile.Diff(&x, &y, reconcile.OwnList(path), reconcile.OwnMap(path), reconcile.IgnorePaths(path+"[*]"), reconcile.ListKey(path, "image")); err != nil {
 			if !errors.Is(err, reconcile.ErrInvalidPath) {
 				t.Fatalf("bad path %q: %v, want ErrInvalidPath", path, err)
@@ -97,6 +117,11 @@ func FuzzDiffUnstructured(f *testing.F) {
 		}
 		ux, uy := &unstructured.Unstructured{Object: x}, &unstructured.Unstructured{Object: y}
 		checkInvariants(t, ux, uy, ux.DeepCopy())
+		if _, err := meta.Accessor(uy); err == nil && !panics(func() { uy.GetManagedFields() }) {
+			for _, owner := range owners(uy) {
+				checkInvariants(t, ux, uy, ux.DeepCopy(), owner...)
+			}
+		}
 		opts := []reconcile.DiffOption{reconcile.OwnList(path), reconcile.OwnMap(path), reconcile.ListKey(path, "name")}
 		if _, err := reconcile.Diff(ux, uy, opts...); err != nil {
 			if !errors.Is(err, reconcile.ErrInvalidPath) {
@@ -105,5 +130,41 @@ func FuzzDiffUnstructured(f *testing.F) {
 			return
 		}
 		checkInvariants(t, ux, uy, ux.DeepCopy(), opts...)
+	})
+}
+
+// panics reports whether f panics.
+func panics(f func()) (p bool) {
+	defer func() { p = recover() != nil }()
+	f()
+	return false
+}
+
+// FuzzDiffManagedFields: whatever bytes a managedFields entry of ours holds
+// (and whatever another manager's holds), Diff must not fail or panic, and
+// must decide as it explains. Valid entries are seeded from the server.
+func FuzzDiffManagedFields(f *testing.F) {
+	live := loadDefaulted(f)
+	ours := live.ManagedFields[0].FieldsV1.GetRawBytes()
+	f.Add(ours, []byte(`{"f:spec":{"f:replicas":{}}}`), "Update")
+	f.Add(ours, ours, "Apply")
+	f.Add([]byte(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"GONE\"}":{".":{}}}}}}}}}`), []byte(`{}`), "Update")
+	f.Add([]byte(`{"k:{\"x\":1}":{},"v:3":{},"i:0":{},"f:metadata":{"f:labels":{"f:app":{}}}}`), []byte(`not json`), "Apply")
+	f.Fuzz(func(t *testing.T, oursRaw, theirsRaw []byte, op string) {
+		l := live.DeepCopy()
+		l.ManagedFields = []metav1.ManagedFieldsEntry{
+			{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(oursRaw))},
+			{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(theirsRaw))},
+		}
+		desired := webDeployment()
+		desired.Spec.Template.Spec.Containers[0].Env = nil
+		checkInvariants(t, desired, l, desired.DeepCopy())
+		if json.Valid(oursRaw) && json.Valid(theirsRaw) {
+			ul := toUnstructured(t, l)
+			ul.SetAPIVersion("apps/v1")
+			ul.SetKind("Deployment")
+			ud := toUnstructured(t, desired)
+			checkInvariants(t, ud, ul, ud.DeepCopy())
+		}
 	})
 }

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"fmt"
+	"reflect"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,12 +22,27 @@ type diffConfig struct {
 	ownList          []pathPattern
 	listKeys         []listKeyRule
 	cmpOpts          []cmp.Option
-	err              error // first invalid option, reported by Diff
+	fieldOwner       string // WithFieldOwner; "" means DefaultFieldOwner
+	err              error  // first invalid option, reported by Diff
+
+	// Set by Ensure and its variants, not by options:
+	applyOnly  bool         // EnsureApplied: only our Apply entry counts
+	apiVersion string       // the object's apiVersion by the client's scheme
+	smp        bool         // the drift is written by a strategic merge patch
+	kindType   reflect.Type // Go type of unstructured content's kind, by the client's scheme
 }
 
 type listKeyRule struct {
 	at  pathPattern
 	key string
+}
+
+// owner is the field owner whose managedFields entries are ours.
+func (c *diffConfig) owner() string {
+	if c.fieldOwner == "" {
+		return DefaultFieldOwner
+	}
+	return c.fieldOwner
 }
 
 // hasRules reports whether the walk must track the current path even when it
@@ -106,6 +122,26 @@ func ListKey(path, key string) DiffOption {
 			return
 		}
 		c.listKeys = append(c.listKeys, listKeyRule{at: pp, key: key})
+	}
+}
+
+// DefaultFieldOwner is the field owner of [Diff] and the field manager of
+// the writes of [Ensure], [EnsureMutate] and [EnsureApplied] when no
+// [WithFieldOwner] is given. Set your controller's name instead.
+const DefaultFieldOwner = "reconcilekit"
+
+// WithFieldOwner names the field manager of every write [Ensure],
+// [EnsureMutate] and [EnsureApplied] make (creates, patches and applies), so
+// the API server records in metadata.managedFields which fields it set; and
+// whose fields [Diff] takes as ours: a field, list element or map entry we
+// wrote before that desired no longer sets is drift (see the package
+// documentation, "Fields we wrote before"). Default [DefaultFieldOwner]; an
+// empty name keeps the default.
+func WithFieldOwner(name string) DiffOption {
+	return func(c *diffConfig) {
+		if name != "" {
+			c.fieldOwner = name
+		}
 	}
 }
 

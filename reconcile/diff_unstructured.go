@@ -1,13 +1,147 @@
 package reconcile
 
 import (
-	"fmt"
 	"math"
 	"reflect"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/resource"
 )
+
+// jsonValue compares JSON content d with *ap; name is the field or key d
+// sits under, and quantity says that numbers and strings compare as
+// resource quantities.
+func (w *walker) jsonValue(d any, ap *any, name string, quantity bool) bool {
+	switch dv := d.(type) {
+	case nil:
+		return true
+	case map[string]any:
+		am, ok := (*ap).(map[string]any)
+		if !ok {
+			return w.jsonReplace(d, ap)
+		}
+		return w.jsonObject(dv, am, modeNormal, quantityMaps[name])
+	case []any:
+		if _, ok := (*ap).([]any); !ok && *ap != nil {
+			return w.jsonReplace(d, ap)
+		}
+		jt := w.jt
+		w.jt = elemType(jt)
+		ok := w.jsonList(ap, func(a reflect.Value) bool { return w.list(reflect.ValueOf(d), a, nil) })
+		w.jt = jt
+		return ok
+	}
+	return uscalarEqual(d, *ap, quantity) || w.jsonReplace(d, ap)
+}
+
+// jsonList runs walk on the JSON list *ap (null is an empty list), as a
+// reflect value the overlay may change.
+func (w *walker) jsonList(ap *any, walk func(a reflect.Value) bool) bool {
+	if !w.overlay {
+		if *ap == nil {
+			return walk(noList)
+		}
+		return walk(reflect.ValueOf(*ap))
+	}
+	merged, _ := (*ap).([]any)
+	eq := walk(reflect.ValueOf(&merged).Elem())
+	if !eq {
+		*ap = merged
+	}
+	return eq
+}
+
+// noList is the actual list of a JSON list that actual has as null.
+var noList = reflect.ValueOf([]any(nil))
+
+// jsonReplace is replace for JSON content.
+func (w *walker) jsonReplace(d any, ap *any) bool {
+	if !w.differs(reflect.ValueOf(d), reflect.ValueOf(*ap)) {
+		return true
+	}
+	if w.overlay {
+		*ap = d
+	}
+	return false
+}
+
+// jsonObject compares a JSON object key by key; m is where it sits and
+// quantity says its values compare as quantities. A key present in desired
+// is set, even with a zero value; null means not set.
+func (w *walker) jsonObject(d, a map[string]any, m mode, quantity bool) bool {
+	eq, own, jt, protect := true, w.own, w.jt, w.protect
+	for k, dv := range d {
+		sub, visible := w.visible(m, k)
+		if !visible {
+			continue
+		}
+		var n int
+		if m == modeNormal {
+			n = w.pushName(k)
+		} else {
+			n = w.pushField(k)
+		}
+		if own != nil {
+			if w.own = own.field(k); w.own != nil {
+				w.jt = childType(jt, m, k)
+			}
+			if w.pod && k == "requests" {
+				w.protect = d["limits"]
+			}
+		}
+		ok := w.ignored() || w.jsonEntry(a, k, dv, sub, quantity || k == "sizeLimit")
+		if own != nil {
+			w.own, w.jt, w.protect = own, jt, protect
+		}
+		if w.done(n, &eq, ok) {
+			return false
+		}
+	}
+	switch {
+	case m == modeNormal && len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path):
+		eq = dropKeys(w, d, a, true, w.pushName) && eq
+	case own != nil:
+		eq = w.jsonOwned(d, a, m) && eq
+	}
+	return eq
+}
+
+// jsonEntry compares d[k] (= dv) with a[k]; the path already ends with k.
+func (w *walker) jsonEntry(a map[string]any, k string, dv any, m mode, quantity bool) bool {
+	if m == modeMeta {
+		dm, ok := dv.(map[string]any)
+		if !ok {
+			return true
+		}
+		am, _ := a[k].(map[string]any)
+		if am == nil {
+			am = map[string]any{}
+			if w.overlay {
+				a[k] = am
+			}
+		}
+		return w.jsonObject(dm, am, modeMeta, false)
+	}
+	if dv == nil {
+		return true
+	}
+	av, found := a[k]
+	if !found && isEmptyContainer(dv) {
+		// Nothing required; an owned empty map or list is "no entries",
+		// which an absent one satisfies.
+		return true
+	}
+	var ok bool
+	if found {
+		ok = w.jsonValue(dv, &av, k, quantity)
+	} else {
+		ok = w.jsonReplace(dv, &av)
+	}
+	if !ok && w.overlay {
+		a[k] = av
+	}
+	return ok
+}
 
 // quantityMaps are the map fields of built-in types whose values are
 // resource.Quantity; in unstructured content their values compare as
@@ -16,117 +150,7 @@ var quantityMaps = map[string]bool{
 	"limits": true, "requests": true, "hard": true, "capacity": true, "allocatable": true, "overhead": true,
 }
 
-func (w *walker) udiffers(d, a any, hasD, hasA bool) bool {
-	if hasD && hasA && len(w.cfg.cmpOpts) > 0 && cmpEqual(reflect.ValueOf(a), reflect.ValueOf(d), w.cfg.cmpOpts) {
-		return false
-	}
-	if w.explain {
-		w.drifts = append(w.drifts, drift{path: string(w.path), actual: a, desired: d})
-	}
-	return true
-}
-
-// uobject walks the top of an unstructured object.
-func (w *walker) uobject(d, a map[string]any) bool {
-	eq := true
-	for k, dv := range d {
-		switch k {
-		case "apiVersion", "kind":
-			continue
-		case "status":
-			if !w.cfg.compareStatus {
-				continue
-			}
-		}
-		n := w.pushField(k)
-		if w.ignored() {
-			w.path = w.path[:n]
-			continue
-		}
-		var ok bool
-		if k == "metadata" {
-			ok = w.umeta(dv, a)
-		} else {
-			ok = w.uentry(d, a, k, dv, false)
-		}
-		w.path = w.path[:n]
-		if !ok {
-			eq = false
-			if !w.explain {
-				return false
-			}
-		}
-	}
-	return eq
-}
-
-func (w *walker) umeta(dv any, parent map[string]any) bool {
-	dm, ok := dv.(map[string]any)
-	if !ok {
-		return true
-	}
-	am, _ := parent["metadata"].(map[string]any)
-	if am == nil {
-		if w.overlay {
-			am = map[string]any{}
-			parent["metadata"] = am
-		} else {
-			am = map[string]any{}
-		}
-	}
-	eq := true
-	for k, v := range dm {
-		switch k {
-		case "labels", "annotations":
-		case "ownerReferences":
-			if !w.cfg.compareOwnerRefs {
-				continue
-			}
-		default:
-			continue
-		}
-		n := w.pushField(k)
-		if !w.ignored() && !w.uentry(dm, am, k, v, false) {
-			eq = false
-			if !w.explain {
-				w.path = w.path[:n]
-				return false
-			}
-		}
-		w.path = w.path[:n]
-	}
-	return eq
-}
-
-// uentry compares d[k] (= dv) with a[k]; the path already ends with k.
-func (w *walker) uentry(d, a map[string]any, k string, dv any, quantity bool) bool {
-	if dv == nil {
-		return true
-	}
-	av, found := a[k]
-	if !found {
-		if isEmptyContainer(dv) {
-			// Nothing required; an owned empty map or list is "no
-			// entries", which an absent one satisfies.
-			return true
-		}
-		if w.udiffers(dv, nil, true, false) {
-			if w.overlay {
-				a[k] = dv
-			}
-			return false
-		}
-		return true
-	}
-	quantity = quantity || k == "sizeLimit"
-	tmp := av
-	ok := w.uvalue(dv, &tmp, k, quantity)
-	if !ok && w.overlay {
-		a[k] = tmp
-	}
-	return ok
-}
-
+// isEmptyContainer reports whether v is an empty JSON object or list.
 func isEmptyContainer(v any) bool {
 	switch v := v.(type) {
 	case map[string]any:
@@ -137,68 +161,7 @@ func isEmptyContainer(v any) bool {
 	return false
 }
 
-// uvalue compares d with *ap; name is the field or key d sits under.
-func (w *walker) uvalue(d any, ap *any, name string, quantity bool) bool {
-	switch dv := d.(type) {
-	case nil:
-		return true
-	case map[string]any:
-		am, ok := (*ap).(map[string]any)
-		if !ok {
-			return w.uwhole(d, ap)
-		}
-		return w.umap(dv, am, quantityMaps[name])
-	case []any:
-		return w.ulist(dv, ap)
-	}
-	if uscalarEqual(d, *ap, quantity) {
-		return true
-	}
-	return w.uwhole(d, ap)
-}
-
-func (w *walker) uwhole(d any, ap *any) bool {
-	if w.udiffers(d, *ap, true, *ap != nil) {
-		if w.overlay {
-			*ap = d
-		}
-		return false
-	}
-	return true
-}
-
-func (w *walker) umap(d, a map[string]any, quantity bool) bool {
-	owned := len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path)
-	eq := true
-	for k, dv := range d {
-		n := w.pushKeyOrField(k)
-		if !w.ignored() && !w.uentry(d, a, k, dv, quantity) {
-			eq = false
-			if !w.explain {
-				w.path = w.path[:n]
-				return false
-			}
-		}
-		w.path = w.path[:n]
-	}
-	if owned && !dropExtraKeys(w, d, a, w.pushKeyOrField, func(v any) bool { return w.udiffers(nil, v, false, true) }) {
-		eq = false
-	}
-	return eq
-}
-
-// pushKeyOrField names a key of an unstructured map. Without a schema the
-// walk cannot tell struct fields from map keys, so it writes keys that look
-// like identifiers as fields (spec.replicas) and others in brackets
-// (metadata.labels[app.kubernetes.io/name]), matching the typed form for the
-// common cases.
-func (w *walker) pushKeyOrField(k string) int {
-	if isIdent(k) {
-		return w.pushField(k)
-	}
-	return w.pushKey(k)
-}
-
+// isIdent reports whether s looks like a Go identifier.
 func isIdent(s string) bool {
 	if s == "" {
 		return false
@@ -210,168 +173,6 @@ func isIdent(s string) bool {
 		}
 	}
 	return true
-}
-
-// ukey returns the key field for a desired list, or "".
-func (w *walker) ukey(d []any) string {
-	key := ""
-	for _, r := range w.cfg.listKeys {
-		if r.at.match(w.path) {
-			key = r.key
-			break
-		}
-	}
-	explicit := key != ""
-	if !explicit {
-		key = "name"
-	}
-	for _, e := range d {
-		m, ok := e.(map[string]any)
-		if !ok {
-			return ""
-		}
-		switch m[key].(type) {
-		case string, int64, int, int32, float64:
-		default:
-			return ""
-		}
-	}
-	return key
-}
-
-func (w *walker) ulist(d []any, ap *any) bool {
-	owned := len(w.cfg.ownList) > 0 && anyMatch(w.cfg.ownList, w.path)
-	if len(d) == 0 && !owned {
-		return true
-	}
-	al, ok := (*ap).([]any)
-	if !ok && *ap != nil {
-		return w.uwhole(d, ap)
-	}
-	key := w.ukey(d)
-	if key == "" && !owned && allObjects(d) {
-		return w.uunkeyed(d, al, ap)
-	}
-	if key == "" {
-		if len(d) != len(al) {
-			return w.uwhole(d, ap)
-		}
-		eq := true
-		for i := range d {
-			n := w.pushIndex(i)
-			if !w.ignored() && !w.uvalue(d[i], &al[i], "", false) {
-				eq = false
-				if !w.explain {
-					w.path = w.path[:n]
-					return false
-				}
-			}
-			w.path = w.path[:n]
-		}
-		return eq
-	}
-	eq := true
-	for _, de := range d {
-		kv := de.(map[string]any)[key]
-		n := w.pushUElem(key, kv)
-		if w.ignored() {
-			w.path = w.path[:n]
-			continue
-		}
-		j := ufind(al, key, kv)
-		var ok bool
-		if j < 0 {
-			ok = !w.udiffers(de, nil, true, false)
-			if !ok && w.overlay {
-				al = append(al, de)
-				*ap = al
-			}
-		} else {
-			ok = w.uvalue(de, &al[j], "", false)
-		}
-		w.path = w.path[:n]
-		if !ok {
-			eq = false
-			if !w.explain {
-				return false
-			}
-		}
-	}
-	if owned {
-		kept := al[:0:0]
-		for _, ae := range al {
-			m, _ := ae.(map[string]any)
-			if m != nil && ufind(d, key, m[key]) >= 0 {
-				kept = append(kept, ae)
-				continue
-			}
-			var kv any
-			if m != nil {
-				kv = m[key]
-			}
-			n := w.pushUElem(key, kv)
-			if !w.ignored() && w.udiffers(nil, ae, false, true) {
-				eq = false
-				if !w.explain && !w.overlay {
-					w.path = w.path[:n]
-					return false
-				}
-			} else {
-				kept = append(kept, ae)
-			}
-			w.path = w.path[:n]
-		}
-		if w.overlay && len(kept) != len(al) {
-			*ap = kept
-		}
-	}
-	return eq
-}
-
-// uunkeyed is unkeyedList for unstructured lists of objects with no key:
-// every desired element must equal a distinct actual element, in any order.
-func (w *walker) uunkeyed(d, al []any, ap *any) bool {
-	eq := func(i, j int) bool {
-		trial := walker{cfg: w.cfg, track: w.track, path: append([]byte(nil), w.path...)}
-		ae := al[j]
-		return trial.uvalue(d[i], &ae, "", false)
-	}
-	if w.subset(len(d), len(al), eq) {
-		return true
-	}
-	return w.uwhole(d, ap)
-}
-
-func allObjects(list []any) bool {
-	for _, e := range list {
-		if _, ok := e.(map[string]any); !ok {
-			return false
-		}
-	}
-	return true
-}
-
-func (w *walker) pushUElem(key string, kv any) int {
-	n := len(w.path)
-	if w.track {
-		w.path = append(w.path, '[')
-		w.path = append(w.path, key...)
-		w.path = append(w.path, '=')
-		w.path = fmt.Append(w.path, kv)
-		w.path = append(w.path, ']')
-	}
-	return n
-}
-
-func ufind(list []any, key string, kv any) int {
-	for j, e := range list {
-		if m, ok := e.(map[string]any); ok {
-			if v, found := m[key]; found && uscalarEqual(kv, v, false) {
-				return j
-			}
-		}
-	}
-	return -1
 }
 
 // uscalarEqual compares JSON scalars; numbers compare by value whatever

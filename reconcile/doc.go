@@ -11,9 +11,11 @@
 //   - [Diff] compares only what the desired object sets, ignores
 //     server-managed metadata and status, compares quantities and times by
 //     value, and matches list elements by key (containers by name, ports by
-//     containerPort, ...). Its [Comparison] says whether anything drifted,
-//     which fields ("spec.template.spec.containers[name=web].image"), and
-//     shows a readable diff (-actual +desired) for logs and events.
+//     containerPort, ...). What the field owner wrote before and desired no
+//     longer sets is drift too (see "Fields we wrote before"). Its
+//     [Comparison] says whether anything drifted, which fields
+//     ("spec.template.spec.containers[name=web].image"), and shows a
+//     readable diff (-actual +desired) for logs and events.
 //   - [Ensure] gets the live object, creates it when missing, does nothing
 //     when nothing drifted, and otherwise sends one patch carrying only the
 //     drifted fields. It reports an [Operation] (created, updated,
@@ -26,15 +28,97 @@
 //     and logs once, instead of writing forever.
 //
 // Options: [DiffOption] values ([IgnorePaths], [CompareStatus],
-// [CompareOwnerReferences], [OwnMap], [OwnList], [ListKey], [CmpOptions])
-// work for Diff and Ensure alike; [EnsureOption] values ([Owner],
-// [OptimisticLock], [DetectHotLoops], [FieldManager], [ForceOwnership])
-// configure the writes.
+// [CompareOwnerReferences], [OwnMap], [OwnList], [ListKey], [CmpOptions],
+// [WithFieldOwner]) work for Diff and Ensure alike; [EnsureOption] values
+// ([Owner], [OptimisticLock], [DetectHotLoops], [ForceOwnership]) configure
+// the writes.
 //
 // The package does not write status: that is the status subresource's job.
-// It does not delete objects, and its zero-means-unset rule cannot express
-// "this field must be cleared" for non-pointer scalars; use a pointer field
-// or [OwnMap]/[OwnList] for maps and lists.
+// It does not delete objects. Its zero-means-unset rule cannot express
+// "this field must be cleared" for a non-pointer scalar desired never set;
+// use a pointer field, or [OwnMap]/[OwnList] for maps and lists.
+//
+// # Fields we wrote before
+//
+// Comparing only what desired sets cannot see what the reconciler stopped
+// wanting: a removed env var, or a container port renumbered under the same
+// name (the old port stays next to the new one, and the API server refuses
+// the duplicate name). So Diff also reads the live object's
+// metadata.managedFields, where the API server records, per field manager
+// and operation, the fields each last wrote; every write of Ensure and its
+// variants carries the field owner ([WithFieldOwner], default
+// [DefaultFieldOwner]), so ownership is recorded from the first write. What
+// we own and desired no longer sets is drift, reported with its path
+// ("spec.template.spec.containers[name=web].env[name=LOG]"; a list element
+// by the key the API server gives it, "ports[containerPort=8080,protocol=TCP]"),
+// and the write removes it. The rule, by the operation that recorded it:
+//
+//   - Apply (server-side apply, [EnsureApplied]) records exactly what was
+//     applied: every field, list element and map entry of it counts.
+//   - Update (the creates and patches of [Ensure] and [EnsureMutate]) records
+//     every field the write changed, and a create changes every field the
+//     server defaulted (imagePullPolicy, a port's protocol, a Service's
+//     targetPort, a CRD's defaults...). Removing a defaulted field makes
+//     the server default it again, and Ensure would then write on every
+//     reconcile. So only list elements (keyed or set) and map entries of an
+//     Update entry count, never struct fields; the Go type tells which is
+//     which. The one default the API server adds as map entries is a Pod's
+//     requests copied from its limits: a request whose limit desired sets is
+//     never drift.
+//   - What another field manager owns, the element or anything beneath it,
+//     is never removed: a sidecar another controller added, an env var set
+//     with kubectl. Mutating admission (webhooks, LimitRanger) runs after
+//     the server records ownership, so what it adds belongs to no one and is
+//     never removed either.
+//   - Only entries of the main resource (not status) of the live object's
+//     apiVersion count; [EnsureApplied] counts only our Apply entry (an apply
+//     cannot remove what our Update entry owns).
+//
+// Detected: for typed objects and for unstructured ones whose kind is in the
+// client's scheme (Ensure) or in client-go's (Diff), all of the above. For a
+// custom resource the client has no Go type for, only list elements and the
+// entries of labels and annotations under Update ownership (a map entry
+// cannot be told from a defaulted struct field without a schema); under
+// Apply ownership, everything. Not detected: elements inside a list element
+// or map entry desired no longer has (the element is removed whole, or kept
+// whole when another manager owns part of it); one of two container or
+// Service ports with the same number and different protocols, under Ensure
+// (a strategic merge patch deletes by number, so both would go; Ensure keeps
+// it, EnsureApplied removes it). A converged object still costs no request:
+// the decision uses only the object already read. Parsed managedFields are
+// memoized by content (bounded; the result never depends on it).
+//
+// # Ensure or EnsureApplied?
+//
+// Both read the object (a GET, served by the cache with a manager's client)
+// and write nothing when nothing drifted; on drift both send one request.
+// They differ in what that request is and how the server treats it.
+// BenchmarkEnsure measures both against a real API server, converged and
+// drifted: the time of a call, its requests (requests/op) and the bytes of
+// its write (body-B/op); run it with
+//
+//	go test -run '^$' -bench Ensure ./reconcile/
+//
+// (it needs the envtest binaries, see the module's README); BENCHMARKS.md
+// has the last run's times.
+//
+//   - Ensure sends a patch of the drifted fields only (strategic merge for
+//     built-in types, JSON merge for custom resources, whose lists travel
+//     whole and locked by resourceVersion), so its body is small. The
+//     server applies it whatever other managers own: a field another
+//     controller changed is taken back without a word (a [HotLoopDetector]
+//     notices a fight). Its Update ownership includes defaults, so a struct
+//     field desired stops setting is left in place (list elements and map
+//     entries are removed).
+//   - EnsureApplied sends the whole desired object as an apply, a larger
+//     body. The server merges it field by field: a field another manager
+//     owns is refused with a Conflict naming that manager, unless
+//     [ForceOwnership]; and what desired stops setting, scalars included, is
+//     removed, since Apply ownership is exact.
+//
+// Choose Ensure for the smallest writes and CreateOrUpdate-like behaviour;
+// choose EnsureApplied when other controllers write the same objects and
+// conflicts must be told, or when desired drops struct fields.
 //
 // # Controller references
 //
@@ -110,31 +194,24 @@
 //
 // Deciding "equal?" runs on every reconcile of a converged object, so Diff
 // decides with a lean reflection walk over what desired sets (no go-cmp,
-// two small allocations) and only on drift walks again to collect paths and
-// explain them with go-cmp, restricted to the drifted fields. Measured on a
-// 2-container Deployment (ports, env, resource limits) against the form
-// kube-apiserver 1.37 returned after defaulting it (testdata, captured from
-// envtest), in one run on a shared 2-core Intel Xeon:
+// a couple of small allocations) and only on drift walks again to collect
+// paths and explain them with go-cmp, restricted to the drifted fields.
 //
-//	go test -run '^$' -bench Compare -benchmem -benchtime=3000x ./reconcile/
+// The benchmarks in diff_bench_test.go measure it on a 2-container
+// Deployment (ports, env, resource limits) against the form kube-apiserver
+// returned after creating it (testdata, captured from envtest and checked
+// against the server by a test): Diff of the whole object and of its spec,
+// against equality.Semantic.DeepDerivative, reflect.DeepEqual, cmp.Equal
+// with cmpopts.EquateEmpty and cmp.Diff, once on the equal path (desired
+// against its defaulted form) and once with a changed image. The figures
+// of the last run, with the machine they ran on, are in BENCHMARKS.md at
+// the root of the module (make bench regenerates it); run them yourself
+// with
 //
-//	equal (desired vs its defaulted form)  verdict               ns/op  allocs/op  vs DeepDerivative
-//	reconcile.Diff (whole object)          equal                 6,434          2  0.15x time, 0.04x allocs
-//	reconcile.Diff (spec only)             equal                 6,408          2  0.15x time, 0.04x allocs
-//	equality.Semantic.DeepDerivative       equal                41,710         54  1x
-//	reflect.DeepEqual                      unequal (wrong)       8,137          8  0.20x
-//	cmp.Equal + cmpopts.EquateEmpty        unequal (wrong)   1,022,231      3,108  24.5x
-//	cmp.Diff                               (a diff)            889,264      2,041  21.3x
+//	go test -run '^$' -bench Compare -benchmem ./reconcile/
 //
-//	changed image                          explains?             ns/op  allocs/op  vs DeepDerivative
-//	reconcile.Diff (whole object)          paths + diff         25,645         56  2.65x (0.019x cmp.Diff)
-//	equality.Semantic.DeepDerivative       no                    9,676         14  1x
-//	reflect.DeepEqual                      no                    6,524          8  0.67x
-//	cmp.Diff                               diff only         1,344,666      2,069  139x
-//
-// DeepDerivative stops at the first difference and says nothing about it;
-// Diff on drift also walks every field to list all drifted paths and renders
-// each with go-cmp, still about 50 times faster than one cmp.Diff of the
-// spec. Timings vary with load on the shared machine; the ratios, measured
-// in the same run, are the point.
+// The verdicts do not depend on the machine, and a test checks them:
+// Diff and DeepDerivative call the defaulted object equal, while
+// reflect.DeepEqual and cmp.Equal call it different (the server's defaults),
+// which is wrong.
 package reconcile

@@ -50,14 +50,18 @@ type Outcome struct {
 // [Owner]). Otherwise it compares with [Diff] rules: no drift means no write
 // at all, so fields the server defaulted and fields other writers own are
 // never touched; drift means one patch carrying only the drifted desired
-// fields (a strategic merge patch for built-in types, a JSON merge patch for
-// custom resources and unstructured objects; see [OptimisticLock]). Status is
-// never compared or written.
+// fields, and removing the list elements and map entries Ensure wrote
+// before that desired no longer sets (a strategic merge patch for built-in
+// types, a JSON merge patch for custom resources and unstructured objects;
+// see [OptimisticLock]). Status is
+// never compared or written. Every write carries the field owner
+// ([WithFieldOwner], default [DefaultFieldOwner]).
 //
 // On success desired holds the object as the server returned it, as after
 // client.Create. With [DetectHotLoops], a drift that keeps coming back is
 // not patched and Ensure returns a [*HotLoopError] with OperationUnchanged.
-func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (Outcome, error) {
+func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (out Outcome, err error) {
+	defer func() { observeEnsure(c, desired, out, err) }()
 	cfg := newEnsureConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
@@ -89,7 +93,8 @@ func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ..
 // value count as unchanged), and when it writes, it patches only the
 // drifted fields. A field mutate sets to its zero value is not drift: to
 // clear a field, use a pointer, [OwnMap] or [OwnList].
-func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...EnsureOption) (Outcome, error) {
+func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...EnsureOption) (out Outcome, err error) {
+	defer func() { observeEnsure(c, obj, out, err) }()
 	cfg := newEnsureConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
@@ -182,16 +187,10 @@ func create(ctx context.Context, c client.Client, cfg *ensureConfig, desired cli
 	return Outcome{Operation: OperationCreated, Drift: Comparison{Equal: true}}, nil
 }
 
-// writeOpts returns the field manager option, if any, as the option type a
-// write call takes.
+// writeOpts returns the field owner option as the option type a write call
+// takes.
 func writeOpts[T any](cfg *ensureConfig) []T {
-	if cfg.fieldManager == "" {
-		return nil
-	}
-	if o, ok := any(client.FieldOwner(cfg.fieldManager)).(T); ok {
-		return []T{o}
-	}
-	return nil
+	return []T{any(client.FieldOwner(cfg.diff.owner())).(T)}
 }
 
 // clearStatus drops status from an object about to be created: status is
@@ -211,6 +210,15 @@ func clearStatus(obj client.Object) {
 // patchDrift compares want with live and patches the drift. On return
 // target holds the live object after any write.
 func patchDrift(ctx context.Context, c client.Client, cfg *ensureConfig, target, want, live client.Object) (Outcome, error) {
+	gvk, err := apiutil.GVKForObject(live, c.Scheme())
+	if err != nil {
+		return Outcome{}, err
+	}
+	_, isU := live.(runtime.Unstructured)
+	cfg.diff.apiVersion, cfg.diff.smp = gvk.GroupVersion().String(), !isU && builtIn(gvk)
+	if isU {
+		cfg.diff.kindType = c.Scheme().AllKnownTypes()[gvk]
+	}
 	cmpn, err := diff(&cfg.diff, want, live)
 	if err != nil {
 		return Outcome{}, err
@@ -227,7 +235,7 @@ func patchDrift(ctx context.Context, c client.Client, cfg *ensureConfig, target,
 	if err := overlay(&cfg.diff, want, merged); err != nil {
 		return Outcome{}, err
 	}
-	patch, err := patchFor(c, cfg, live, merged)
+	patch, err := patchFor(cfg, live, merged)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -245,30 +253,25 @@ func overlay(cfg *diffConfig, desired, merged client.Object) error {
 	if err != nil {
 		return err
 	}
-	w := walker{cfg: cfg, track: true, explain: true, overlay: true}
+	p.owners(cfg, merged)
+	w := newWalker(cfg, &p, true, true, nil)
 	w.root(&p)
 	return nil
 }
 
 // patchFor chooses the patch from live to merged: strategic merge for
-// built-in typed objects, whose Go types carry the merge keys, and JSON merge
-// otherwise (custom resources do not accept strategic merge patches). A JSON
+// built-in typed objects (cfg.diff.smp), whose Go types carry the merge keys,
+// and JSON merge otherwise (custom resources do not accept strategic merge patches). A JSON
 // merge patch that carries a list replaces the whole list, elements another
 // writer added since live was read included, so such a patch always carries
 // the optimistic lock: it fails with a Conflict instead of dropping them.
-func patchFor(c client.Client, cfg *ensureConfig, live, merged client.Object) (client.Patch, error) {
+func patchFor(cfg *ensureConfig, live, merged client.Object) (client.Patch, error) {
 	var opts []client.MergeFromOption
 	if cfg.optimisticLock {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
-	if _, isU := live.(runtime.Unstructured); !isU {
-		gvk, err := apiutil.GVKForObject(live, c.Scheme())
-		if err != nil {
-			return nil, err
-		}
-		if builtIn(gvk) {
-			return client.StrategicMergeFrom(live, opts...), nil
-		}
+	if cfg.diff.smp {
+		return client.StrategicMergeFrom(live, opts...), nil
 	}
 	patch := client.MergeFromWithOptions(live, opts...)
 	if !cfg.optimisticLock {

@@ -11,22 +11,20 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 )
 
-// DefaultFieldManager is the field manager [EnsureApplied] uses when no
-// [FieldManager] is given. Set your controller's name instead.
-const DefaultFieldManager = "reconcilekit"
-
 // EnsureApplied is [Ensure] through server-side apply: it applies desired as
-// field manager ([FieldManager], [ForceOwnership]) when the object is missing
+// field manager ([WithFieldOwner], [ForceOwnership]) when the object is missing
 // or has drifted, and sends nothing when [Diff] finds no drift.
 //
 // Before applying, desired is converted to unstructured content and pruned of
 // nulls, empty maps and lists, status and server-managed metadata, so the
-// apply claims only the fields desired sets. Because an unchanged object is
-// never applied, a field dropped from desired is released (and removed by
-// the server) only at the next apply, when something else drifted.
+// apply claims only the fields desired sets. A field our last apply set and
+// desired no longer sets is drift (our Apply entry in managedFields says so),
+// so the apply that releases it, and lets the server remove it, is sent
+// right away. See "Ensure or EnsureApplied?" in the package documentation.
 //
 // On success desired holds the object as the server returned it.
-func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (Outcome, error) {
+func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (out Outcome, err error) {
+	defer func() { observeEnsure(c, desired, out, err) }()
 	cfg := newEnsureConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
@@ -48,6 +46,16 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 		return Outcome{}, err
 	default:
 		op = OperationUpdated
+		gvk, err := apiutil.GVKForObject(live, c.Scheme())
+		if err != nil {
+			return Outcome{}, err
+		}
+		// Only our Apply entry: the apply releases what it no longer
+		// sets; it cannot remove what our Update entry owns.
+		cfg.diff.applyOnly, cfg.diff.apiVersion = true, gvk.GroupVersion().String()
+		if _, isU := live.(runtime.Unstructured); isU {
+			cfg.diff.kindType = c.Scheme().AllKnownTypes()[gvk]
+		}
 		if cmpn, err = diff(&cfg.diff, want, live); err != nil {
 			return Outcome{}, err
 		}
@@ -64,11 +72,7 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	manager := cfg.fieldManager
-	if manager == "" {
-		manager = DefaultFieldManager
-	}
-	applyOpts := []client.ApplyOption{client.FieldOwner(manager)}
+	applyOpts := []client.ApplyOption{client.FieldOwner(cfg.diff.owner())}
 	if cfg.force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}

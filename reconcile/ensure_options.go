@@ -16,7 +16,6 @@ type ensureConfig struct {
 	owner          client.Object
 	optimisticLock bool
 	hotLoops       *HotLoopDetector
-	fieldManager   string
 	force          bool
 }
 
@@ -67,12 +66,6 @@ func OptimisticLock() EnsureOption {
 // by all reconciles of a controller.
 func DetectHotLoops(d *HotLoopDetector) EnsureOption {
 	return ensureOptionFunc(func(c *ensureConfig) { c.hotLoops = d })
-}
-
-// FieldManager names the field manager of every write. [EnsureApplied]
-// defaults to [DefaultFieldManager]; the other forms default to the client's.
-func FieldManager(name string) EnsureOption {
-	return ensureOptionFunc(func(c *ensureConfig) { c.fieldManager = name })
 }
 
 // ForceOwnership makes [EnsureApplied] take over fields another field manager

@@ -16,7 +16,6 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -370,7 +369,7 @@ func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
 			c, w := countingClient(t)
 			ns := env.Namespace(t)
 			ctx := t.Context()
-			opts := []reconcile.EnsureOption{reconcile.FieldManager("test-controller"), reconcile.ForceOwnership()}
+			opts := []reconcile.EnsureOption{reconcile.WithFieldOwner("test-controller"), reconcile.ForceOwnership()}
 			out, err := reconcile.EnsureApplied(ctx, c, kind.build(ns), opts...)
 			if err != nil || out.Operation != reconcile.OperationCreated || w.applies != 1 {
 				t.Fatalf("first: %q, %v, %d applies; want created by one apply", out.Operation, err, w.applies)
@@ -483,8 +482,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	ctx := t.Context()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rec := events.NewFakeRecorder(10)
-	legacy := record.NewFakeRecorder(10)
-	det := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, Backoff: 10 * time.Minute, Clock: clk, Recorder: rec, LegacyRecorder: legacy}
+	det := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: 10 * time.Minute, Clock: clk, Recorder: rec}
 
 	// The other writer: a webhook-like actor that reverts spec.message.
 	revert := func() {
@@ -529,29 +527,27 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	if ours != 2 {
 		t.Errorf("%d patches before the loop was noticed, want 2", ours)
 	}
-	for name, ch := range map[string]chan string{"events": rec.Events, "record": legacy.Events} {
-		select {
-		case e := <-ch:
-			if !strings.HasPrefix(e, "Warning HotLoop") || !strings.Contains(e, "spec.message") {
-				t.Errorf("%s event = %q, want a Warning HotLoop naming spec.message", name, e)
-			}
-		default:
-			t.Errorf("no %s event recorded", name)
+	select {
+	case e := <-rec.Events:
+		if !strings.HasPrefix(e, "Warning HotLoop") || !strings.Contains(e, "spec.message") {
+			t.Errorf("event = %q, want a Warning HotLoop naming spec.message", e)
 		}
-		select {
-		case e := <-ch:
-			t.Errorf("second %s event %q: want one per trip", name, e)
-		default:
-		}
+	default:
+		t.Errorf("no event recorded")
 	}
-	// After the backoff Ensure fights again.
+	select {
+	case e := <-rec.Events:
+		t.Errorf("second event %q: want one per trip", e)
+	default:
+	}
+	// After the hold-off Ensure fights again.
 	clk.SetTime(clk.Now().Add(11 * time.Minute))
 	if out, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det)); err != nil || out.Operation != reconcile.OperationUpdated {
-		t.Errorf("after backoff: %q, %v; want updated", out.Operation, err)
+		t.Errorf("after hold-off: %q, %v; want updated", out.Operation, err)
 	}
 }
 
-func TestEnsureAppliedDefaultsTheFieldManager(t *testing.T) {
+func TestEnsureAppliedDefaultsTheFieldOwner(t *testing.T) {
 	c, _ := countingClient(t)
 	cm := configMapIn(env.Namespace(t))
 	if _, err := reconcile.EnsureApplied(t.Context(), c, cm); err != nil {
@@ -561,12 +557,12 @@ func TestEnsureAppliedDefaultsTheFieldManager(t *testing.T) {
 	for _, mf := range cm.GetManagedFields() {
 		managers = append(managers, mf.Manager+"/"+string(mf.Operation))
 	}
-	if diff := cmp.Diff([]string{reconcile.DefaultFieldManager + "/Apply"}, managers); diff != "" {
+	if diff := cmp.Diff([]string{reconcile.DefaultFieldOwner + "/Apply"}, managers); diff != "" {
 		t.Errorf("field managers (-want +got):\n%s", diff)
 	}
 }
 
-func TestEnsureWritesAsTheFieldManager(t *testing.T) {
+func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 	c, _ := countingClient(t)
 	ctx := t.Context()
 	ns := env.Namespace(t)
@@ -578,7 +574,7 @@ func TestEnsureWritesAsTheFieldManager(t *testing.T) {
 		return out
 	}
 	cm := configMapIn(ns)
-	if _, err := reconcile.Ensure(ctx, c, cm, reconcile.FieldManager("creator")); err != nil {
+	if _, err := reconcile.Ensure(ctx, c, cm, reconcile.WithFieldOwner("creator")); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update"}, managers(cm)); diff != "" {
@@ -586,11 +582,69 @@ func TestEnsureWritesAsTheFieldManager(t *testing.T) {
 	}
 	changed := configMapIn(ns).(*corev1.ConfigMap)
 	changed.Data["mode"] = "staging"
-	if _, err := reconcile.Ensure(ctx, c, changed, reconcile.FieldManager("patcher")); err != nil {
+	if _, err := reconcile.Ensure(ctx, c, changed, reconcile.WithFieldOwner("patcher")); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update", "patcher/Update"}, managers(changed)); diff != "" {
 		t.Errorf("managers after patch (-want +got):\n%s", diff)
+	}
+}
+
+// TestEveryEnsureWritesAsTheDefaultFieldOwner: without WithFieldOwner, every
+// form of Ensure creates and patches as DefaultFieldOwner (not as the
+// client's default manager), so ownership is recorded from the first write.
+func TestEveryEnsureWritesAsTheDefaultFieldOwner(t *testing.T) {
+	type ensureFunc func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
+	mutate := func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
+		_, err := reconcile.EnsureMutate(ctx, c, obj, func() error {
+			obj.Data = maps.Clone(cm.Data)
+			return nil
+		})
+		return err
+	}
+	tests := []struct {
+		name   string
+		ensure ensureFunc
+		want   []string
+	}{
+		{"Ensure", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+			_, err := reconcile.Ensure(ctx, c, cm)
+			return err
+		}, []string{reconcile.DefaultFieldOwner + "/Update"}},
+		{"EnsureMutate", mutate, []string{reconcile.DefaultFieldOwner + "/Update"}},
+		{"EnsureApplied", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+			_, err := reconcile.EnsureApplied(ctx, c, cm)
+			return err
+		}, []string{reconcile.DefaultFieldOwner + "/Apply"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, w := countingClient(t)
+			ctx := t.Context()
+			ns := env.Namespace(t)
+			for _, mode := range []string{"prod", "staging"} { // create, then patch
+				cm := configMapIn(ns).(*corev1.ConfigMap)
+				cm.Data["mode"] = mode
+				if err := tt.ensure(ctx, c, cm); err != nil {
+					t.Fatal(err)
+				}
+				var live corev1.ConfigMap
+				if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &live); err != nil {
+					t.Fatal(err)
+				}
+				var managers []string
+				for _, mf := range live.ManagedFields {
+					managers = append(managers, mf.Manager+"/"+string(mf.Operation))
+				}
+				if diff := cmp.Diff(tt.want, managers); diff != "" {
+					t.Errorf("managers after mode=%s (-want +got):\n%s", mode, diff)
+				}
+			}
+			if w.total() != 2 {
+				t.Errorf("%d writes, want 2 (create, then patch or apply)", w.total())
+			}
+		})
 	}
 }
 

@@ -10,7 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -84,6 +84,32 @@ func ExampleDiff_unstructured() {
 	// [spec.ports[port=80].targetPort] <nil>
 }
 
+// What our field owner wrote before and desired no longer sets is drift:
+// the API server recorded in managedFields that reconcilekit set the env var
+// LOG (here written down as the server returns it), and desired no longer
+// has it. INJECTED belongs to another field manager and is left alone.
+func ExampleDiff_fieldsWeWroteBefore() {
+	live := exampleDeployment("nginx:1.25")
+	live.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "debug"}, {Name: "INJECTED", Value: "1"}}
+	envEntry := func(name string) string {
+		return `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`
+	}
+	live.ManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("LOG"))},
+		{Manager: "injector", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("INJECTED"))},
+	}
+
+	c, _ := reconcile.Diff(exampleDeployment("nginx:1.25"), live)
+	fmt.Println(c.Paths)
+	fmt.Print(c.Report)
+	// Output:
+	// [spec.template.spec.containers[name=web].env[name=LOG]]
+	// spec.template.spec.containers[name=web].env[name=LOG]:
+	//   any(
+	// - 	v1.EnvVar{Name: "LOG", Value: "debug"},
+	//   )
+}
+
 // Ensure creates what is missing, writes nothing when nothing drifted, and
 // patches only the drifted fields otherwise.
 func ExampleEnsure() {
@@ -128,8 +154,8 @@ func ExampleEnsureMutate() {
 func ExampleHotLoopDetector() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
-	recorder := record.NewFakeRecorder(1)
-	detector := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, LegacyRecorder: recorder}
+	recorder := events.NewFakeRecorder(1)
+	detector := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, Recorder: recorder}
 	desired := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},

@@ -13,7 +13,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/events"
-	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
@@ -24,7 +23,7 @@ import (
 const (
 	DefaultHotLoopThreshold  = 5
 	DefaultHotLoopWindow     = 2 * time.Minute
-	DefaultHotLoopBackoff    = 5 * time.Minute
+	DefaultHotLoopHoldOff    = 5 * time.Minute
 	DefaultHotLoopMaxObjects = 4096
 )
 
@@ -65,7 +64,7 @@ func (e *HotLoopError) Unwrap() error { return ErrHotLoop }
 // them are the same, so a user changing desired several times in a row is
 // not a hot loop. Threshold such drifts of one object within Window trip the
 // detector: the Threshold-th is not patched, nor is any drift of the object
-// for Backoff; a Warning event (reason [HotLoopReason]) naming the fields is
+// for HoldOff; a Warning event (reason [HotLoopReason]) naming the fields is
 // recorded and one log line written per trip. Memory is bounded by
 // MaxObjects: the least recently seen object is forgotten first.
 type HotLoopDetector struct {
@@ -75,9 +74,9 @@ type HotLoopDetector struct {
 	// Window is how close together the drifts must be. Default
 	// DefaultHotLoopWindow.
 	Window time.Duration
-	// Backoff is how long an object is left alone once tripped. Default
-	// DefaultHotLoopBackoff.
-	Backoff time.Duration
+	// HoldOff is how long an object is left alone once tripped. Default
+	// DefaultHotLoopHoldOff.
+	HoldOff time.Duration
 	// MaxObjects bounds how many objects are remembered. Default
 	// DefaultHotLoopMaxObjects.
 	MaxObjects int
@@ -85,8 +84,6 @@ type HotLoopDetector struct {
 	Clock clock.PassiveClock
 	// Recorder, if set, receives the Warning event (events API).
 	Recorder events.EventRecorder
-	// LegacyRecorder, if set, receives the Warning event (core/v1 events).
-	LegacyRecorder record.EventRecorder
 
 	mu      sync.Mutex
 	entries map[string]*list.Element
@@ -148,7 +145,7 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64) (until time.Ti
 		e.fingerprint, e.first, e.count = fingerprint, now, 1
 	}
 	if e.count >= orDefault(h.Threshold, DefaultHotLoopThreshold) {
-		e.until = now.Add(orDefault(h.Backoff, DefaultHotLoopBackoff))
+		e.until = now.Add(orDefault(h.HoldOff, DefaultHotLoopHoldOff))
 		e.count = 0
 		return e.until, true, true
 	}
@@ -190,15 +187,12 @@ func checkHotLoop(ctx context.Context, c client.Client, cfg *ensureConfig, live 
 	herr := &HotLoopError{Object: name, Paths: cmpn.Paths, Until: until}
 	if tripped {
 		window := orDefault(h.Window, DefaultHotLoopWindow)
-		backoff := orDefault(h.Backoff, DefaultHotLoopBackoff)
+		holdOff := orDefault(h.HoldOff, DefaultHotLoopHoldOff)
 		fields := strings.Join(cmpn.Paths, ", ")
 		const note = "%s drifted back %d times within %s: another controller or a mutating webhook reverts them; not patching for %s"
 		threshold := orDefault(h.Threshold, DefaultHotLoopThreshold)
 		if h.Recorder != nil {
-			h.Recorder.Eventf(live, nil, corev1.EventTypeWarning, HotLoopReason, "Patch", note, fields, threshold, window, backoff)
-		}
-		if h.LegacyRecorder != nil {
-			h.LegacyRecorder.Eventf(live, corev1.EventTypeWarning, HotLoopReason, note, fields, threshold, window, backoff)
+			h.Recorder.Eventf(live, nil, corev1.EventTypeWarning, HotLoopReason, "Patch", note, fields, threshold, window, holdOff)
 		}
 		log.FromContext(ctx).Info("hot loop: not patching", "object", name, "paths", cmpn.Paths, "until", until, "diff", cmpn.Report)
 	}

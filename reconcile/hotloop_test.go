@@ -11,7 +11,7 @@ import (
 
 func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
-	h := &HotLoopDetector{Threshold: 3, Window: time.Minute, Backoff: time.Hour, Clock: clk}
+	h := &HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: time.Hour, Clock: clk}
 	for i := range 2 {
 		if _, hold, _ := h.observe("k", 7); hold {
 			t.Fatalf("drift %d held back, want the first %d let through", i+1, 2)
@@ -25,13 +25,13 @@ func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
 	if want := clk.Now().Add(time.Hour); !until.Equal(want) {
 		t.Errorf("until = %v, want %v", until, want)
 	}
-	// Any drift of the object is held during the backoff, without tripping again.
+	// Any drift of the object is held during the hold-off, without tripping again.
 	if _, hold, tripped := h.observe("k", 8); !hold || tripped {
-		t.Errorf("during backoff: hold=%v tripped=%v, want held, not tripped again", hold, tripped)
+		t.Errorf("during hold-off: hold=%v tripped=%v, want held, not tripped again", hold, tripped)
 	}
 	clk.SetTime(until)
 	if _, hold, _ := h.observe("k", 7); hold {
-		t.Errorf("after backoff: held, want let through and counting anew")
+		t.Errorf("after hold-off: held, want let through and counting anew")
 	}
 }
 
@@ -69,7 +69,7 @@ func TestHotLoopDetectorMemoryIsBounded(t *testing.T) {
 }
 
 func TestHotLoopDetectorIsSafeForConcurrentUse(t *testing.T) {
-	h := &HotLoopDetector{Threshold: 4, Backoff: time.Hour, Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
+	h := &HotLoopDetector{Threshold: 4, HoldOff: time.Hour, Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
 	const n = 64
 	var mu sync.Mutex
 	var held, tripped int
@@ -105,8 +105,8 @@ func TestHotLoopDetectorZeroValueUsesDefaults(t *testing.T) {
 	if !hold {
 		t.Fatalf("default threshold reached, not held")
 	}
-	if d := time.Until(until); d <= DefaultHotLoopBackoff-time.Minute || d > DefaultHotLoopBackoff {
-		t.Errorf("backoff %v, want about %v", d, DefaultHotLoopBackoff)
+	if d := time.Until(until); d <= DefaultHotLoopHoldOff-time.Minute || d > DefaultHotLoopHoldOff {
+		t.Errorf("hold-off %v, want about %v", d, DefaultHotLoopHoldOff)
 	}
 	if got := (&HotLoopError{Object: "Widget ns/w", Paths: []string{"spec.x"}, Until: time.Unix(0, 0)}).Error(); got !=
 		`reconcile: hot loop on Widget ns/w: spec.x keep drifting back; not patching until 1970-01-01T00:00:00Z` {

@@ -1,7 +1,11 @@
 package reconcile
 
 import (
+	"errors"
+
 	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
@@ -24,4 +28,22 @@ var (
 
 func init() {
 	metrics.Registry.MustRegister(ensureTotal, hotLoopsTotal, eventsTotal)
+}
+
+// observeEnsure counts one call of Ensure or its variants: its operation
+// when it succeeded or a hot loop held its write back (failures are counted
+// by requeue.Policy, by class).
+func observeEnsure(c client.Client, obj client.Object, out Outcome, err error) {
+	held := errors.Is(err, ErrHotLoop)
+	if err != nil && !held {
+		return
+	}
+	kind := "unknown"
+	if gvk, gerr := apiutil.GVKForObject(obj, c.Scheme()); gerr == nil {
+		kind = gvk.Kind
+	}
+	if held {
+		hotLoopsTotal.WithLabelValues(kind).Inc()
+	}
+	ensureTotal.WithLabelValues(kind, string(out.Operation)).Inc()
 }

@@ -5,9 +5,12 @@ import (
 	"testing"
 
 	dto "github.com/prometheus/client_model/go"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
@@ -80,5 +83,25 @@ func TestLoopCostIsVisibleOnTheManagersMetrics(t *testing.T) {
 		if got[k] != w {
 			t.Errorf("%s: %v more, want %v (all: %v)", k, got[k], w, got)
 		}
+	}
+}
+
+// TestEnsureCountsItsOperations proves reconcilekit_ensure_total counts each
+// call by kind and operation: created, then unchanged.
+func TestEnsureCountsItsOperations(t *testing.T) {
+	c := env.Client(t)
+	ns := env.Namespace(t)
+	created := map[string]string{"kind": "ConfigMap", "operation": "created"}
+	unchanged := map[string]string{"kind": "ConfigMap", "operation": "unchanged"}
+	before := []float64{metricValue(t, "reconcilekit_ensure_total", created), metricValue(t, "reconcilekit_ensure_total", unchanged)}
+	for range 3 {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "counted"}, Data: map[string]string{"k": "v"}}
+		if _, err := reconcile.Ensure(t.Context(), c, cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := []float64{metricValue(t, "reconcilekit_ensure_total", created) - before[0], metricValue(t, "reconcilekit_ensure_total", unchanged) - before[1]}
+	if got[0] != 1 || got[1] != 2 {
+		t.Errorf("ensure_total grew by created=%v unchanged=%v, want 1 and 2", got[0], got[1])
 	}
 }

@@ -36,6 +36,22 @@ type WidgetSpec struct {
 	// Items is a free-form list (a JSON merge patch replaces it whole).
 	// +optional
 	Items []string `json:"items,omitempty"`
+	// Ports is a list keyed by name: for the API server (+listType=map,
+	// so managedFields and server-side apply own each element) and for Go
+	// clients (patchMergeKey).
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	Ports []WidgetPort `json:"ports,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+}
+
+// WidgetPort is one element of WidgetSpec.Ports.
+type WidgetPort struct {
+	// Name keys the element.
+	Name string `json:"name"`
+	// Port is a number.
+	// +optional
+	Port int32 `json:"port,omitempty"`
 }
 
 // WidgetStatus is what a test's reconciler reports.

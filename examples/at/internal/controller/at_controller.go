@@ -238,7 +238,7 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	}
 
 	pod := desiredPod(at)
-	outcome, err := reconcile.Ensure(ctx, r.client, pod, reconcile.Owner(at))
+	outcome, err := reconcile.Ensure(ctx, r.client, pod, reconcile.Owner(at), reconcile.WithFieldOwner(Name))
 	if err != nil {
 		return reconcile.Progress{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}

@@ -1,0 +1,549 @@
+package reconcile
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"hash/maphash"
+	"math"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+)
+
+// Owned fields (the rule is in the package documentation, "Fields we wrote
+// before"): this file turns an object's metadata.managedFields into the tree
+// of what our field owner owns, which the walk consults (owned_walk.go). The
+// entries are parsed with structured-merge-diff's fieldpath.Set and the tree
+// is memoized by content, so a converged object costs a hash and a compare.
+
+// ownedNode is one node of the fields we own, compiled once per
+// managedFields content (see ownedFor) and shared, read-only, by every walk
+// of an object with that content.
+type ownedNode struct {
+	update, apply bool // a member of our Update / Apply entry
+	removable     bool // no other manager owns it or anything beneath it
+	reach         bool // it or a node beneath it is removable and ours
+	below         bool // a node beneath it is removable and ours
+	fields        []ownedField
+	elems         []ownedElem
+	typed         atomic.Pointer[[]typedKids] // children by field of a Go struct type
+}
+
+type ownedField struct {
+	name string
+	node *ownedNode
+}
+
+// ownedElem is a list element we own: by key fields (k:) or by value (v:).
+type ownedElem struct {
+	key   []ownedKey
+	value any
+	node  *ownedNode
+}
+
+type ownedKey struct {
+	name  string
+	value any // a JSON scalar: string, int64, float64 or bool
+}
+
+type typedKids struct {
+	t    reflect.Type
+	kids []*ownedNode // by index into infoFor(t).fields
+}
+
+// drops reports whether a value we own at this node, which desired does not
+// set, is drift to remove. entry says the node is a list element or map
+// entry rather than a struct field.
+func (o *ownedNode) drops(entry bool) bool {
+	return o != nil && o.removable && (o.apply || o.update && entry)
+}
+
+// field returns the child for the field or map key name, or nil.
+func (o *ownedNode) field(name string) *ownedNode {
+	if o == nil {
+		return nil
+	}
+	i, found := slices.BinarySearchFunc(o.fields, name, func(f ownedField, name string) int { return strings.Compare(f.name, name) })
+	if !found {
+		return nil
+	}
+	return o.fields[i].node
+}
+
+// kidsFor returns the children of o by the fields of struct type t, nil
+// where o has none (inline fields share o, the walk passes it down).
+func (o *ownedNode) kidsFor(t reflect.Type) []*ownedNode {
+	cached := o.typed.Load()
+	if cached != nil {
+		for _, tk := range *cached {
+			if tk.t == t {
+				return tk.kids
+			}
+		}
+	}
+	ti := infoFor(t)
+	kids := make([]*ownedNode, len(ti.fields))
+	for i, f := range ti.fields {
+		if !f.inline {
+			kids[i] = o.field(f.name)
+		}
+	}
+	// A node meets few struct types (its own and inline ones); a lost race
+	// only costs another computation.
+	var next []typedKids
+	if cached != nil {
+		next = append(next, *cached...)
+	}
+	if len(next) < 4 {
+		next = append(next, typedKids{t: t, kids: kids})
+		o.typed.Store(&next)
+	}
+	return kids
+}
+
+// elemFor returns our element matching the list element e by its key fields
+// (a missing or empty protocol is TCP, as the API defaults it) or value.
+func (o *ownedNode) elemFor(e reflect.Value) *ownedElem {
+	if o == nil || len(o.elems) == 0 {
+		return nil
+	}
+	if e.Kind() == reflect.Interface {
+		e = e.Elem()
+	}
+	var ti *typeInfo
+	if e.Kind() == reflect.Struct {
+		ti = infoFor(e.Type())
+	}
+	for i := range o.elems {
+		if o.elems[i].matches(e, ti) {
+			return &o.elems[i]
+		}
+	}
+	return nil
+}
+
+// nodeOrNil returns the element's node; nil for no element.
+func (oe *ownedElem) nodeOrNil() *ownedNode {
+	if oe == nil {
+		return nil
+	}
+	return oe.node
+}
+
+// matches reports whether e (a struct of type ti, or JSON) is the element.
+func (oe *ownedElem) matches(e reflect.Value, ti *typeInfo) bool {
+	if oe.key == nil {
+		return e.IsValid() && e.Kind() != reflect.Struct && e.Kind() != reflect.Map && uscalarEqual(oe.value, e.Interface(), false)
+	}
+	for _, k := range oe.key {
+		var v reflect.Value
+		switch {
+		case !e.IsValid():
+			return false
+		case ti != nil:
+			i, ok := ti.byName[k.name]
+			if !ok {
+				return false
+			}
+			v = e.Field(ti.fields[i].index)
+		case e.Type() == jsonObjectType:
+			v = reflect.ValueOf(e.Interface().(map[string]any)[k.name])
+		default:
+			return false
+		}
+		if !k.matches(v) {
+			return false
+		}
+	}
+	return true
+}
+
+var jsonObjectType = reflect.TypeFor[map[string]any]()
+
+// matches reports whether a list element's key field v (invalid when
+// missing) has the key's value; a missing or empty protocol is TCP, as the
+// API defaults it.
+func (k *ownedKey) matches(v reflect.Value) bool {
+	if k.name == "protocol" && (!v.IsValid() || v.Kind() == reflect.String && v.String() == "") {
+		return k.value == "TCP"
+	}
+	switch v.Kind() {
+	case reflect.Invalid:
+		return false
+	case reflect.String:
+		s, ok := k.value.(string)
+		return ok && s == v.String()
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		i, ok := toInt(k.value)
+		return ok && i == v.Int()
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		i, ok := toInt(k.value)
+		return ok && i >= 0 && uint64(i) == v.Uint()
+	case reflect.Bool:
+		b, ok := k.value.(bool)
+		return ok && b == v.Bool()
+	}
+	return v.CanInterface() && uscalarEqual(k.value, v.Interface(), false)
+}
+
+// compile builds our tree from the sets of our Update and Apply entries
+// (either may be nil) and the union of every other entry's set.
+func compile(update, apply, others *fieldpath.Set) *ownedNode {
+	n := &ownedNode{}
+	var pes []fieldpath.PathElement
+	for _, s := range []*fieldpath.Set{update, apply} {
+		if s != nil {
+			s.Members.Iterate(func(pe fieldpath.PathElement) { pes = append(pes, pe) })
+			s.Children.Iterate(func(pe fieldpath.PathElement) { pes = append(pes, pe) })
+		}
+	}
+	slices.SortFunc(pes, fieldpath.PathElement.Compare)
+	pes = slices.CompactFunc(pes, fieldpath.PathElement.Equals)
+	for _, pe := range pes {
+		if pe.Index != nil {
+			continue // atomic lists are owned whole
+		}
+		child := compile(childSet(update, pe), childSet(apply, pe), childSet(others, pe))
+		child.update = update != nil && update.Members.Has(pe)
+		child.apply = apply != nil && apply.Members.Has(pe)
+		theirs := childSet(others, pe)
+		child.removable = others == nil || !others.Members.Has(pe) && (theirs == nil || theirs.Empty())
+		child.below = child.reach
+		child.reach = child.reach || child.removable && (child.update || child.apply)
+		n.reach = n.reach || child.reach
+		switch {
+		case pe.FieldName != nil:
+			n.fields = append(n.fields, ownedField{name: *pe.FieldName, node: child})
+		case pe.Key != nil:
+			key := make([]ownedKey, len(*pe.Key))
+			for i, f := range *pe.Key {
+				key[i] = ownedKey{name: f.Name, value: f.Value.Unstructured()}
+			}
+			n.elems = append(n.elems, ownedElem{key: key, node: child})
+		case pe.Value != nil:
+			n.elems = append(n.elems, ownedElem{value: (*pe.Value).Unstructured(), node: child})
+		}
+	}
+	slices.SortFunc(n.fields, func(x, y ownedField) int { return strings.Compare(x.name, y.name) })
+	return n
+}
+
+func childSet(s *fieldpath.Set, pe fieldpath.PathElement) *fieldpath.Set {
+	if s == nil {
+		return nil
+	}
+	c, _ := s.Children.Get(pe)
+	return c
+}
+
+// ownedQuery is what decides which managedFields entries are ours.
+type ownedQuery struct {
+	owner      string
+	applyOnly  bool   // EnsureApplied: only our Apply entry
+	apiVersion string // our entries must be of this version; "" for any
+}
+
+// entry is one managedFields entry, from a typed object (raw) or from
+// unstructured content (tree, the decoded fieldsV1).
+type entry struct {
+	manager, operation, apiVersion, subresource string
+	raw                                         []byte
+	tree                                        any
+}
+
+// ours reports whether e is one of our entries under q.
+func (q *ownedQuery) ours(e *entry) bool {
+	return e.manager == q.owner && e.subresource == "" &&
+		(q.apiVersion == "" || e.apiVersion == q.apiVersion) &&
+		(e.operation == string(metav1.ManagedFieldsOperationApply) || !q.applyOnly && e.operation == string(metav1.ManagedFieldsOperationUpdate))
+}
+
+// entries calls f with each managedFields entry of obj (typed or
+// unstructured content), without allocating, until f returns false.
+func entries(obj any, content map[string]any, f func(entry) bool) {
+	if content != nil {
+		meta, _ := content["metadata"].(map[string]any)
+		list, _ := meta["managedFields"].([]any)
+		for _, v := range list {
+			m, _ := v.(map[string]any)
+			e := entry{tree: m["fieldsV1"]}
+			e.manager, _ = m["manager"].(string)
+			e.operation, _ = m["operation"].(string)
+			e.apiVersion, _ = m["apiVersion"].(string)
+			e.subresource, _ = m["subresource"].(string)
+			if !f(e) {
+				return
+			}
+		}
+		return
+	}
+	o, ok := obj.(interface {
+		GetManagedFields() []metav1.ManagedFieldsEntry
+	})
+	if !ok {
+		return
+	}
+	for _, mf := range o.GetManagedFields() {
+		e := entry{manager: mf.Manager, operation: string(mf.Operation), apiVersion: mf.APIVersion, subresource: mf.Subresource}
+		e.raw = mf.FieldsV1.GetRawBytes()
+		if !f(e) {
+			return
+		}
+	}
+}
+
+// errBadFields stands for a panic while parsing managedFields.
+var errBadFields = errors.New("reconcile: malformed managedFields")
+
+// ownedMemo is one compiled managedFields content.
+type ownedMemo struct {
+	query   ownedQuery
+	entries []entry // copies, to verify a hit
+	root    *ownedNode
+}
+
+// owned memoizes compiled managedFields by a hash of their content. It is
+// bounded, safe for concurrent use, and a miss only costs the compilation:
+// no result depends on it.
+var owned = struct {
+	sync.Mutex
+	seed  maphash.Seed
+	byKey map[uint64]*ownedMemo
+	order []uint64 // insertion order, for eviction
+}{seed: maphash.MakeSeed(), byKey: map[uint64]*ownedMemo{}}
+
+const ownedMemoSize = 512
+
+// ownedFor returns what we own in the object (typed obj, or unstructured
+// content) under q, nil when nothing.
+func ownedFor(q *ownedQuery, obj any, content map[string]any) *ownedNode {
+	found := false
+	entries(obj, content, func(e entry) bool { found = q.ours(&e); return !found })
+	if !found {
+		return nil
+	}
+	key := mix(maphash.String(owned.seed, q.owner) ^ mix(maphash.String(owned.seed, q.apiVersion)))
+	if q.applyOnly {
+		key = mix(key + 1)
+	}
+	entries(obj, content, func(e entry) bool {
+		for _, s := range [...]string{e.manager, e.operation, e.apiVersion, e.subresource} {
+			key = mix(key ^ maphash.String(owned.seed, s))
+		}
+		key = mix(key ^ maphash.Bytes(owned.seed, e.raw) ^ hashJSON(e.tree))
+		return true
+	})
+	owned.Lock()
+	m := owned.byKey[key]
+	owned.Unlock()
+	if m != nil && m.matches(q, obj, content) {
+		return m.root
+	}
+	m = compileEntries(q, obj, content)
+	owned.Lock()
+	if _, ok := owned.byKey[key]; !ok {
+		if len(owned.order) >= ownedMemoSize {
+			delete(owned.byKey, owned.order[0])
+			owned.order = owned.order[1:]
+		}
+		owned.order = append(owned.order, key)
+	}
+	owned.byKey[key] = m
+	owned.Unlock()
+	return m.root
+}
+
+// matches verifies a memo hit against the object's entries.
+func (m *ownedMemo) matches(q *ownedQuery, obj any, content map[string]any) bool {
+	if m.query != *q {
+		return false
+	}
+	i, same := 0, true
+	entries(obj, content, func(e entry) bool {
+		if i >= len(m.entries) {
+			same = false
+			return false
+		}
+		s := &m.entries[i]
+		i++
+		same = s.manager == e.manager && s.operation == e.operation && s.apiVersion == e.apiVersion &&
+			s.subresource == e.subresource && bytes.Equal(s.raw, e.raw) && jsonEqual(s.tree, e.tree)
+		return same
+	})
+	return same && i == len(m.entries)
+}
+
+// compileEntries parses every entry and compiles our tree. An entry that
+// does not parse owns nothing: ours then removes nothing, and another's
+// could own anything, so nothing is removed at all.
+func compileEntries(q *ownedQuery, obj any, content map[string]any) *ownedMemo {
+	m := &ownedMemo{query: *q}
+	var update, apply, others *fieldpath.Set
+	broken := false
+	entries(obj, content, func(e entry) bool {
+		c := e
+		c.raw = bytes.Clone(e.raw)
+		c.tree = runtime.DeepCopyJSONValue(e.tree)
+		m.entries = append(m.entries, c)
+		s, err := parseFields(&e)
+		switch {
+		case err != nil:
+			broken = true
+		case !q.ours(&e):
+			others = union(others, s)
+		case e.operation == string(metav1.ManagedFieldsOperationApply):
+			apply = union(apply, s)
+		default:
+			update = union(update, s)
+		}
+		return true
+	})
+	if !broken && (update != nil || apply != nil) {
+		m.root = compile(update, apply, others)
+	}
+	return m
+}
+
+func union(a, b *fieldpath.Set) *fieldpath.Set {
+	if a == nil {
+		return b
+	}
+	return a.Union(b)
+}
+
+// parseFields decodes one entry's FieldsV1 with structured-merge-diff.
+func parseFields(e *entry) (s *fieldpath.Set, err error) {
+	defer func() {
+		if r := recover(); r != nil { // malformed input must not take the reconciler down
+			s, err = nil, errBadFields
+		}
+	}()
+	raw := e.raw
+	if e.tree != nil {
+		if raw, err = json.Marshal(e.tree); err != nil {
+			return nil, err
+		}
+	}
+	s = &fieldpath.Set{}
+	if len(raw) == 0 {
+		return s, nil
+	}
+	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// hashJSON hashes decoded JSON, independently of map order. Other Go types
+// (only in hand-built content) hash alike; jsonEqual tells them apart.
+func hashJSON(v any) uint64 {
+	switch v := v.(type) {
+	case map[string]any:
+		var sum uint64
+		for k, e := range v {
+			sum += mix(maphash.String(owned.seed, k) ^ mix(hashJSON(e)))
+		}
+		return mix(sum ^ '{')
+	case []any:
+		h := uint64('[')
+		for _, e := range v {
+			h = mix(h ^ hashJSON(e))
+		}
+		return h
+	case string:
+		return maphash.String(owned.seed, v)
+	case bool:
+		if v {
+			return mix(2)
+		}
+		return mix(3)
+	case int64:
+		return mix(uint64(v) ^ 'i')
+	case float64:
+		return mix(math.Float64bits(v) ^ 'f')
+	}
+	return 0
+}
+
+// mix is the splitmix64 finalizer.
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	return x ^ x>>31
+}
+
+// jsonEqual compares decoded JSON.
+func jsonEqual(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, x := range a {
+			y, ok := b[k]
+			if !ok || !jsonEqual(x, y) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !jsonEqual(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	}
+	return reflect.TypeOf(a) == reflect.TypeOf(b) && (a == nil || reflect.TypeOf(a).Comparable() && a == b)
+}
+
+var podType = reflect.TypeFor[corev1.Pod]()
+
+// kindOf returns the Go type client-go's scheme has for unstructured
+// content's apiVersion and kind (nil when none), and whether it is a Pod.
+func kindOf(content map[string]any) (reflect.Type, bool) {
+	apiVersion, _ := content["apiVersion"].(string)
+	kind, _ := content["kind"].(string)
+	gv, err := schema.ParseGroupVersion(apiVersion)
+	if err != nil {
+		return nil, false
+	}
+	t := clientgoscheme.Scheme.AllKnownTypes()[gv.WithKind(kind)]
+	return t, t == podType
+}
+
+// apiVersionOf returns the apiVersion of typed objects of type t from
+// client-go's scheme (built-in kinds), or "".
+func apiVersionOf(t reflect.Type) string {
+	if v, ok := apiVersions.Load(t); ok {
+		return v.(string)
+	}
+	v := ""
+	if obj, ok := reflect.New(t).Interface().(runtime.Object); ok {
+		if gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj); err == nil && len(gvks) == 1 {
+			v = gvks[0].GroupVersion().String()
+		}
+	}
+	apiVersions.Store(t, v)
+	return v
+}
+
+// apiVersions memoizes apiVersionOf: facts about Go types only.
+var apiVersions sync.Map // reflect.Type -> string
