@@ -44,7 +44,7 @@ func (v *ints) Set(s string) error {
 var (
 	benchSizes   = ints{20}
 	benchWorkers = ints{4, 1}
-	benchSpread  = flag.Duration("at.spread", 3*time.Second, "how long the spread scenario's schedules span")
+	benchSpread  = flag.Duration("at.spread", 3*time.Second, "how long the spread scenario's schedules span (0: no spread scenario)")
 	benchSpreadN = flag.Int("at.spread.n", 0, "Ats in the spread scenario (0: the first of -at.n)")
 	unrelated    = flag.Int("at.unrelated", 20, "unrelated Pods in the memory scenario (0: none)")
 	pace         = flag.Duration("at.pace", 10*time.Millisecond, "interval between two At creations (the same for both controllers)")
@@ -63,7 +63,10 @@ func init() {
 // benchPlan is the plan the flags describe.
 func benchPlan() plan {
 	spreadN := *benchSpreadN
-	if spreadN == 0 {
+	switch {
+	case *benchSpread == 0:
+		spreadN = 0 // no spread scenario
+	case spreadN == 0:
 		spreadN = benchSizes[0]
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, spreadN: spreadN, spread: *benchSpread,
@@ -177,12 +180,13 @@ func scheduleWord(sc scenario) string {
 func method(cmp comparison) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, `**What runs.** Each controller is its own OS process, built without -race: **reconcilekit** is the At
-operator's binary ([examples/at](examples/at), unchanged: reconcile.Loop, requeue.At, Ensure, finalizer,
-conditions, events); **classic** is [examples/at/bench/classic/cmd/classic](examples/at/bench/classic/cmd/classic),
-the cnat-style reconciler of [examples/at/bench/classic](examples/at/bench/classic) (Status().Update after a
-reflect.DeepEqual check, r.Create when a cached Get misses, no finalizer, no events, watching its own status
-writes) under a main with the same flags and manager options. Both run with the same --workers in each
-scenario, leader election on (default timings 15 s / 10 s / 2 s, Lease released on exit), a cache of every
+operator's binary as it ships ([examples/at](examples/at): reconcile.Loop, requeue.At, Ensure, finalizer,
+conditions, events, the freshness guard; its main caches only the Pods an At labelled); **classic** is
+[examples/at/bench/classic/cmd/classic](examples/at/bench/classic/cmd/classic), the cnat-style reconciler of
+[examples/at/bench/classic](examples/at/bench/classic) (Status().Update after a reflect.DeepEqual check,
+r.Create when a cached Get misses, no finalizer, no events, watching its own status writes, caching every Pod
+as cnat does) under a main with the At's flags and manager options. Both run with the same --workers in each
+scenario, leader election on (default timings 15 s / 10 s / 2 s, Lease released on exit), caches of every
 namespace, metrics on, against the same API server and the same CRD.
 
 **Where.** One envtest control plane (kube-apiserver and etcd) for the whole run, shared by both controllers;
