@@ -68,7 +68,7 @@ func asMarker(c Classed) *markerError {
 	if class == ClassNone {
 		class = ClassTransient // a non-nil error is a failure
 	}
-	return &markerError{err: unwrapOnce(c), class: class, reason: classedReason(c)}
+	return &markerError{wrapped: wrapped{unwrapOnce(c)}, class: class, reason: classedReason(c)}
 }
 
 // unwrapOnce returns what c wraps, or c itself when it wraps nothing, so the

@@ -14,7 +14,7 @@ var terminalSentinel = reconcile.TerminalError(nil)
 // cause's text, unchanged, so marking an error never alters log lines or
 // condition messages.
 type markerError struct {
-	err   error
+	wrapped
 	class Class
 	delay time.Duration
 	// reason is the fallback condition reason when the cause has no more
@@ -31,7 +31,7 @@ func Permanent(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &markerError{err: err, class: ClassPermanent, reason: "PermanentError"}
+	return &markerError{wrapped: wrapped{err}, class: ClassPermanent, reason: "PermanentError"}
 }
 
 // Transient marks err as a failure worth retrying with backoff: [Classify]
@@ -42,7 +42,7 @@ func Transient(err error) error {
 	if err == nil {
 		return nil
 	}
-	return &markerError{err: err, class: ClassTransient, reason: "TransientError"}
+	return &markerError{wrapped: wrapped{err}, class: ClassTransient, reason: "TransientError"}
 }
 
 // RetryAfter marks err as a failure to retry after d, not sooner: [Classify]
@@ -53,22 +53,18 @@ func RetryAfter(err error, d time.Duration) error {
 	if err == nil {
 		return nil
 	}
-	return &markerError{err: err, class: ClassThrottled, delay: max(d, 0), reason: "RetryAfter"}
+	return &markerError{wrapped: wrapped{err}, class: ClassThrottled, delay: max(d, 0), reason: "RetryAfter"}
 }
 
-func (e *markerError) Error() string {
-	if e == nil || e.err == nil {
-		return "<nil>"
-	}
-	return e.err.Error()
-}
+// wrapped is the text and the chain of the error a wrapper of this package
+// (a marker, a reason) stands around, unchanged: wrapping an error never
+// alters log lines or condition messages, and Is, As and Unwrap see the
+// cause. The constructors never wrap nil.
+type wrapped struct{ err error }
 
-func (e *markerError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.err
-}
+func (w wrapped) Error() string { return w.err.Error() }
+
+func (w wrapped) Unwrap() error { return w.err }
 
 // Is makes a Permanent marker match reconcile.TerminalError(nil).
 func (e *markerError) Is(target error) bool {

@@ -3,7 +3,7 @@ package errors
 // reasonError carries a condition reason chosen by the caller. Like a
 // marker, it leaves the text and the class of its cause unchanged.
 type reasonError struct {
-	err    error
+	wrapped
 	reason string
 }
 
@@ -26,21 +26,7 @@ func WithReason(err error, reason string) error {
 	if err == nil {
 		return nil
 	}
-	return &reasonError{err: err, reason: reason}
-}
-
-func (e *reasonError) Error() string {
-	if e == nil || e.err == nil {
-		return "<nil>"
-	}
-	return e.err.Error()
-}
-
-func (e *reasonError) Unwrap() error {
-	if e == nil {
-		return nil
-	}
-	return e.err
+	return &reasonError{wrapped: wrapped{err}, reason: reason}
 }
 
 // explicitReason returns the outermost valid reason given with WithReason

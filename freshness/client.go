@@ -171,56 +171,47 @@ func (g *guarded) newItem(list client.ObjectList, gvk schema.GroupVersionKind) (
 	return obj, ok
 }
 
-func (g *guarded) recordWrite(obj client.Object, created bool) {
-	if k, ok := g.keyOf(obj, obj.GetNamespace(), obj.GetName()); ok {
-		g.t.record(k, obj, created)
+// wrote remembers obj, which holds the server's answer, after a write that
+// succeeded and was not a dry run (which changes nothing the cache will ever
+// see); it returns the write's error.
+func (g *guarded) wrote(err error, dryRun []string, obj any, created bool) error {
+	if err != nil || len(dryRun) > 0 {
+		return err
 	}
+	if o, ok := obj.(client.Object); ok {
+		if k, ok := g.keyOf(o, o.GetNamespace(), o.GetName()); ok {
+			g.t.record(k, o, created)
+		}
+	}
+	return nil
 }
 
 // Create creates obj and remembers it.
 func (g *guarded) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
-	err := g.Client.Create(ctx, obj, opts...)
-	if err == nil && !dryRun((&client.CreateOptions{}).ApplyOptions(opts).DryRun) {
-		g.recordWrite(obj, true)
-	}
-	return err
+	return g.wrote(g.Client.Create(ctx, obj, opts...), (&client.CreateOptions{}).ApplyOptions(opts).DryRun, obj, true)
 }
 
 // Update updates obj and remembers the new version.
 func (g *guarded) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
-	err := g.Client.Update(ctx, obj, opts...)
-	if err == nil && !dryRun((&client.UpdateOptions{}).ApplyOptions(opts).DryRun) {
-		g.recordWrite(obj, false)
-	}
-	return err
+	return g.wrote(g.Client.Update(ctx, obj, opts...), (&client.UpdateOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Patch patches obj and remembers the new version.
 func (g *guarded) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-	err := g.Client.Patch(ctx, obj, patch, opts...)
-	if err == nil && !dryRun((&client.PatchOptions{}).ApplyOptions(opts).DryRun) {
-		g.recordWrite(obj, false)
-	}
-	return err
+	return g.wrote(g.Client.Patch(ctx, obj, patch, opts...), (&client.PatchOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Apply applies obj and, for an unstructured apply configuration (whose
 // answer the client decodes into it), remembers the new version.
 func (g *guarded) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-	err := g.Client.Apply(ctx, obj, opts...)
-	if err == nil && !dryRun((&client.ApplyOptions{}).ApplyOptions(opts).DryRun) {
-		if o, ok := obj.(client.Object); ok {
-			g.recordWrite(o, false)
-		}
-	}
-	return err
+	return g.wrote(g.Client.Apply(ctx, obj, opts...), (&client.ApplyOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Delete deletes obj and remembers that it should be gone (or, with
 // finalizers, marked for deletion).
 func (g *guarded) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
 	err := g.Client.Delete(ctx, obj, opts...)
-	if (err == nil || apierrors.IsNotFound(err)) && !dryRun((&client.DeleteOptions{}).ApplyOptions(opts).DryRun) {
+	if (err == nil || apierrors.IsNotFound(err)) && len((&client.DeleteOptions{}).ApplyOptions(opts).DryRun) == 0 {
 		if k, ok := g.keyOf(obj, obj.GetNamespace(), obj.GetName()); ok {
 			g.t.recordDelete(k, obj)
 		}
@@ -247,39 +238,21 @@ type subWriter struct {
 
 // Update updates the subresource and remembers the object's new version.
 func (w *subWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-	err := w.SubResourceWriter.Update(ctx, obj, opts...)
-	if err == nil && !dryRun((&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun) {
-		w.g.recordWrite(obj, false)
-	}
-	return err
+	return w.g.wrote(w.SubResourceWriter.Update(ctx, obj, opts...), (&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Patch patches the subresource and remembers the object's new version.
 func (w *subWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-	err := w.SubResourceWriter.Patch(ctx, obj, patch, opts...)
-	if err == nil && !dryRun((&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun) {
-		w.g.recordWrite(obj, false)
-	}
-	return err
+	return w.g.wrote(w.SubResourceWriter.Patch(ctx, obj, patch, opts...), (&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Apply applies the subresource and, for an unstructured apply
 // configuration, remembers the object's new version.
 func (w *subWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-	err := w.SubResourceWriter.Apply(ctx, obj, opts...)
-	if err == nil && !dryRun((&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun) {
-		if o, ok := obj.(client.Object); ok {
-			w.g.recordWrite(o, false)
-		}
-	}
-	return err
+	return w.g.wrote(w.SubResourceWriter.Apply(ctx, obj, opts...), (&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun, obj, false)
 }
 
 type subClient struct {
 	client.SubResourceReader
 	subWriter
 }
-
-// dryRun reports whether a write asked for a dry run, which changes nothing
-// the cache will ever see.
-func dryRun(d []string) bool { return len(d) > 0 }

@@ -172,6 +172,13 @@ func TestALoopNeverActsOnItsOwnStaleWrites(t *testing.T) {
 		if err := env.WaitForCondition(t.Context(), w, status.TypeReady, metav1.ConditionTrue); err != nil {
 			t.Fatal(err)
 		}
+		// The loop records its event after the write: wait until no
+		// reconcile runs any more.
+		if err := mgr.WaitConverged(t.Context(), w, "Ready in the cache, no reconcile running", func() bool {
+			return status.IsTrue(w, status.TypeReady)
+		}); err != nil {
+			t.Fatal(err)
+		}
 		if w.Status.Phase != strings.Repeat("+", steps) || len(w.Finalizers) != 1 {
 			t.Errorf("%s: phase %q, finalizers %v", w.Name, w.Status.Phase, w.Finalizers)
 		}

@@ -122,17 +122,22 @@ func (w *Writer) Patch(ctx context.Context, obj client.Object, mutate func() err
 // snapshot, that is whether [Snapshot.Write] would send a request. It sends
 // none itself.
 func (s *Snapshot) Changed() (bool, error) {
+	e, _, _, err := s.pending()
+	return !e.empty(), err
+}
+
+// pending returns this writer's changes since the snapshot, and the JSON
+// status of the snapshot and of the object; no changes when there are none.
+func (s *Snapshot) pending() (e edits, before, after map[string]any, err error) {
 	if err := s.valid(); err != nil {
-		return false, err
+		return edits{}, nil, nil, err
 	}
+	// Fast path for the common no-op: an untouched object is identical to
+	// its deep copy. Anything else is decided on the JSON form.
 	if reflect.DeepEqual(s.before, s.obj) {
-		return false, nil
+		return edits{}, nil, nil, nil
 	}
-	e, _, _, err := s.edits()
-	if err != nil {
-		return false, err
-	}
-	return !e.empty(), nil
+	return s.edits()
 }
 
 func (s *Snapshot) valid() error {
@@ -193,23 +198,12 @@ func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 }
 
 func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
-	if err := s.valid(); err != nil {
-		return false, err
-	}
-	// Fast path for the common no-op: an untouched object is identical to
-	// its deep copy. Anything else is decided on the JSON form below.
-	if reflect.DeepEqual(s.before, s.obj) {
-		return false, nil
-	}
 	// The first patch turns the snapshot into the object as the caller
 	// left it; after a conflict, the same edits are re-applied on a fresh
 	// copy.
-	e, before, after, err := s.edits()
-	if err != nil {
+	e, before, after, err := s.pending()
+	if err != nil || e.empty() {
 		return false, err
-	}
-	if e.empty() {
-		return false, nil
 	}
 	rv := s.obj.GetResourceVersion()
 	if rv == "" {
