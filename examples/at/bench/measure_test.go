@@ -457,7 +457,6 @@ func isOtherFailure(r bench.AuditRequest) bool {
 	return !r.Accepted() && !isRefusedWrite(r) && r.Code != 0
 }
 func isUncachedRead(r bench.AuditRequest) bool { return classOf(r) == bench.ClassRead }
-func isAny(bench.AuditRequest) bool            { return true }
 
 // beyondWatches is a request other than what a running controller sends
 // anyway (its informers' lists and watches, its Lease, discovery).
