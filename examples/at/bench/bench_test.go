@@ -205,7 +205,7 @@ container status.
 **Every request, from the server's side.** Each controller process authenticates as its own envtest user (a
 client certificate; groups system:masters and %s). The API server writes an audit log (a policy at level
 Metadata for that group, nothing for anyone else; JSON lines; the RequestReceived stage omitted) and the
-harness reads it, keeping the lines of the run's user, one request per audit ID. So every request of the
+harness reads it (never rotated), keeping the lines of the run's user, one request per audit ID. So every request of the
 process counts, whichever client sent it: the cached client's writes, the API reader's reads, the event
 recorder's events, leader election's Lease, the informers' lists and watches, discovery. Requests are sorted
 by verb and resource and by response code: "accepted" is 2xx, "refused" is 409 Conflict, "uncached reads" are

@@ -229,6 +229,11 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 		}
 	}
 	r.podLag = bench.Summarize(lags)
+	if len(r.podCreates) != sc.n {
+		// Every At got its Pod (the tracker saw each DONE): a Pod create
+		// missing from the log means requests were not counted.
+		tb.Errorf("%s, %s: the audit log holds an accepted Pod create for %d Ats of %d", k, sc, len(r.podCreates), sc.n)
+	}
 	for _, n := range kl.podsSeen() {
 		r.podsPerAt = max(r.podsPerAt, n)
 	}

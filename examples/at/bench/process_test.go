@@ -87,7 +87,11 @@ func startPlane(tb testing.TB) *plane {
 		Set("audit-policy-file", policy).
 		Set("audit-log-path", p.auditLog).
 		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking")
+		Set("audit-log-mode", "blocking").
+		// The log backend rotates at 100 MB by default, and a full run
+		// writes more: a file rotated under a tail's offset would hide
+		// requests. 0 disables rotation.
+		Set("audit-log-maxsize", "0")
 	cfg, err := p.te.Start()
 	if err != nil {
 		tb.Fatalf("starting the audited control plane: %v", err)
@@ -183,6 +187,11 @@ func (a *auditTail) read(tb testing.TB) []bench.AuditRequest {
 		tb.Fatal(err)
 	}
 	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		tb.Fatal(err)
+	} else if fi.Size() < a.offset {
+		tb.Fatalf("audit log %s shrank under the tail (%d bytes, tail at %d): rotated? requests would be lost", a.path, fi.Size(), a.offset)
+	}
 	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
 		tb.Fatal(err)
 	}
