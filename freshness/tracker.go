@@ -90,6 +90,7 @@ type Tracker struct {
 	Clock clock.PassiveClock
 
 	mu        sync.Mutex
+	watchMu   sync.Mutex // serializes handler registrations
 	informers cache.Informers
 	entries   map[key]*list.Element
 	order     list.List // of *entry, most recent write first
@@ -382,14 +383,19 @@ func (t *Tracker) unsubscribe(k key, ch chan struct{}) {
 // per informer, on the first stale read, when the informer must already
 // exist (the stale copy came from it).
 func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, obj client.Object) bool {
+	// One registration at a time, outside t.mu: the informer replays its
+	// objects to the new handler, which takes t.mu.
+	t.watchMu.Lock()
+	defer t.watchMu.Unlock()
+	t.mu.Lock()
+	done := t.watched[wk]
+	t.mu.Unlock()
+	if done {
+		return true
+	}
 	informer, err := inf.GetInformer(ctx, obj, cache.BlockUntilSynced(false))
 	if err != nil {
 		return false
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.watched[wk] {
-		return true
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { t.observe(wk.gvk, o, false) },
@@ -398,6 +404,8 @@ func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, o
 	}); err != nil {
 		return false
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	if t.watched == nil {
 		t.watched = map[watchKey]bool{}
 	}
