@@ -3,17 +3,28 @@
 // on a real API server, and tests that the At operator survives faults,
 // restarts, concurrent writers and bad input.
 //
-// The measurements and the tests live in this package's test files: they
-// start one envtest control plane, run each controller under its own
-// manager in its own namespace (never both against the same Ats), complete
-// Pods as a kubelet would, and count every request each controller makes
-// by verb. `make bench` runs the full sizes and writes BENCHMARKS.md; a
-// reduced smoke run (20 Ats) is part of the ordinary `go test`.
+// The measurements and the tests live in this package's test files. The
+// side-by-side benchmark builds both controllers and runs each as its own
+// OS process (the At operator's binary, examples/at, and the classic one's,
+// classic/cmd/classic), with the same flags and workers and leader election
+// on, each authenticated as its own user of an envtest control plane whose
+// API server writes an audit log: every request of a controller process,
+// whichever of its clients sent it, is counted from that log by verb,
+// resource and response code, its peak resident memory is read from
+// /proc/<pid>/status and its reconciles from its metrics endpoint. A harness
+// plays the kubelet. `make bench` runs the full sizes and writes
+// BENCHMARKS.md; a reduced smoke run (20 Ats) is part of the ordinary
+// `go test`. The reliability tests run the At controller in-process under a
+// manager of the package's shared control plane.
 //
-// The exported part is the arithmetic the report needs and nothing else:
-// [Summarize] turns samples into a [Distribution] (p50, p99, max),
-// [Table] prints a side-by-side markdown table with the ratio of the two
-// columns, and [ParseGoBench] reads `go test -bench` output so that other
-// packages' micro-benchmarks can be folded into the same report. It does not
-// time anything itself and asserts no timings.
+// The exported part is what the report needs and nothing else: the parsers
+// of what the harness reads ([ParseAuditLine] and [ReadAudit] for the audit
+// log, with [AuditRequest.Class] sorting requests by what sent them;
+// [ParseProcStatus] for /proc/<pid>/status; [SumMetric] for a metrics
+// endpoint), and the arithmetic of the report: [Summarize] turns samples
+// into a [Distribution] (p50, p99, max), [Table] prints a side-by-side
+// markdown table with the ratio of the two columns, and [ParseGoBench] reads
+// `go test -bench` output so that other packages' micro-benchmarks can be
+// folded into the same report. It does not time anything itself and asserts
+// no timings.
 package bench

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"runtime"
-	"runtime/metrics"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -335,11 +333,15 @@ type kubelet struct {
 	// delay is how long a Pod "runs" before it completes.
 	delay time.Duration
 
-	mu   sync.Mutex
-	held map[string]bool               // At names whose Pods are not completed
-	pods map[string]map[types.UID]bool // At name -> Pods seen
-	busy map[types.UID]bool            // Pods being completed
-	work chan seenPod
+	// stop stops it; it is safe to call more than once.
+	stop func()
+
+	mu    sync.Mutex
+	held  map[string]bool               // At names whose Pods are not completed
+	pods  map[string]map[types.UID]bool // At name -> Pods seen
+	names map[string]string             // Pod name -> At name
+	busy  map[types.UID]bool            // Pods being completed
+	work  chan seenPod
 }
 
 // seenPod is a Pod to complete and when the kubelet first saw it.
@@ -348,15 +350,19 @@ type seenPod struct {
 	seen time.Time
 }
 
-// startKubelet runs a kubelet for namespace ns until the test ends.
+// startKubelet runs a kubelet for namespace ns of the package's control
+// plane until the test ends.
 func startKubelet(tb testing.TB, ns string, delay time.Duration) *kubelet {
 	tb.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	return startKubeletOn(tb, env.Client(tb), ns, delay)
+}
+
+// startKubeletOn runs a kubelet for namespace ns, reading and writing
+// through wc, until its stop is called or the test ends.
+func startKubeletOn(tb testing.TB, wc client.WithWatch, ns string, delay time.Duration) *kubelet {
+	tb.Helper()
 	k := &kubelet{c: wc, delay: delay, held: map[string]bool{}, pods: map[string]map[types.UID]bool{},
-		busy: map[types.UID]bool{}, work: make(chan seenPod, 4096)}
+		names: map[string]string{}, busy: map[types.UID]bool{}, work: make(chan seenPod, 4096)}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 6 {
@@ -368,7 +374,9 @@ func startKubelet(tb testing.TB, ns string, delay time.Duration) *kubelet {
 			k.observe(pod, deleted)
 		})
 	})
-	tb.Cleanup(func() { cancel(); wg.Wait() })
+	var once sync.Once
+	k.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	tb.Cleanup(k.stop)
 	return k
 }
 
@@ -380,6 +388,7 @@ func (k *kubelet) observe(pod *corev1.Pod, deleted bool) {
 		k.pods[at] = map[types.UID]bool{}
 	}
 	k.pods[at][pod.UID] = true
+	k.names[pod.Name] = at
 	if deleted || pod.DeletionTimestamp != nil || finished(pod) || k.busy[pod.UID] || k.held[at] {
 		return
 	}
@@ -464,6 +473,14 @@ func (k *kubelet) release(ctx context.Context, ns, at string) {
 	}
 }
 
+// atOfPod returns the At that controls the named Pod, as the kubelet saw
+// it, or "".
+func (k *kubelet) atOfPod(name string) string {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.names[name]
+}
+
 // podsSeen returns how many distinct Pods the kubelet has seen per At.
 func (k *kubelet) podsSeen() map[string]int {
 	k.mu.Lock()
@@ -480,6 +497,8 @@ func (k *kubelet) podsSeen() map[string]int {
 type tracker struct {
 	c  client.Client
 	ns string
+	// stop stops it; it is safe to call more than once.
+	stop func()
 
 	mu      sync.Mutex
 	done    map[string]time.Time
@@ -488,10 +507,13 @@ type tracker struct {
 
 func startTracker(tb testing.TB, ns string) *tracker {
 	tb.Helper()
-	wc, err := client.NewWithWatch(env.Config, client.Options{Scheme: env.Scheme})
-	if err != nil {
-		tb.Fatal(err)
-	}
+	return startTrackerOn(tb, env.Client(tb), ns)
+}
+
+// startTrackerOn tracks the Ats of namespace ns through wc until its stop
+// is called or the test ends.
+func startTrackerOn(tb testing.TB, wc client.WithWatch, ns string) *tracker {
+	tb.Helper()
 	tr := &tracker{c: wc, ns: ns, done: map[string]time.Time{}, present: map[string]bool{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -509,7 +531,9 @@ func startTracker(tb testing.TB, ns string) *tracker {
 			}
 		})
 	})
-	tb.Cleanup(func() { cancel(); wg.Wait() })
+	var once sync.Once
+	tr.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	tb.Cleanup(tr.stop)
 	return tr
 }
 
@@ -581,53 +605,6 @@ func (tr *tracker) waitGone(tb testing.TB, timeout time.Duration) {
 	if err != nil {
 		tb.Fatalf("%d Ats still present after %s\n%s", left, timeout, tr.describe())
 	}
-}
-
-// heapSampler records the peak of live heap objects while it runs.
-type heapSampler struct {
-	base uint64
-	peak atomic.Uint64
-	stop func()
-}
-
-const heapMetric = "/memory/classes/heap/objects:bytes"
-
-func heapNow() uint64 {
-	s := []metrics.Sample{{Name: heapMetric}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
-}
-
-// startHeapSampler collects garbage, takes the live heap as a base and
-// samples it every 10 ms until stopped.
-func startHeapSampler() *heapSampler {
-	runtime.GC()
-	h := &heapSampler{base: heapNow()}
-	h.peak.Store(h.base)
-	ctx, cancel := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(10 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				if v := heapNow(); v > h.peak.Load() {
-					h.peak.Store(v)
-				}
-			}
-		}
-	})
-	h.stop = func() { cancel(); wg.Wait() }
-	return h
-}
-
-// growth is the peak above the base, in bytes.
-func (h *heapSampler) growth() uint64 {
-	h.stop()
-	return h.peak.Load() - min(h.base, h.peak.Load())
 }
 
 func newAt(ns, name string, schedule time.Time) *atv1.At {

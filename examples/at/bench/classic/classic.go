@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -37,16 +38,20 @@ type Reconciler struct {
 	Scheme *runtime.Scheme
 	// Clock decides when a schedule is due.
 	Clock clock.PassiveClock
+	// Workers is how many Ats are reconciled at once; zero means
+	// controller-runtime's default, 1.
+	Workers int
 }
 
 // SetupWithManager registers r with mgr under [Name]: it watches Ats (every
 // change, its own status writes included, as For does by default) and the
-// Pods they own.
+// Pods they own, with r.Workers workers.
 func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		For(&atv1.At{}).
 		Owns(&corev1.Pod{}).
 		Named(Name).
+		WithOptions(controller.Options{MaxConcurrentReconciles: r.Workers}).
 		Complete(r)
 }
 

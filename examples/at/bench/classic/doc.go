@@ -14,7 +14,8 @@
 // controller ([github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1])
 // and imports nothing from reconcilekit.
 //
-// It exists only to be measured against: the benchmarks and reliability
-// tests in package bench run both controllers under the same harness. It is
-// not an example to copy.
+// It exists only to be measured against: the benchmark in package bench
+// runs it as a process of its own (command classic/cmd/classic, with the At
+// operator's flags and manager options) beside the At operator's binary. It
+// is not an example to copy.
 package classic

@@ -1,0 +1,354 @@
+package bench_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+)
+
+// Lines as kube-apiserver 1.37 writes them at level Metadata (the user's
+// extra and the annotations shortened).
+const (
+	auditPodCreate      = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"39480a20-5024-409b-8ac9-56aaae92f114","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/exp-x2kj8/pods","verb":"create","user":{"username":"classic-1","groups":["system:masters","bench:controllers","system:authenticated"]},"sourceIPs":["127.0.0.1"],"userAgent":"classic/v0.0.0 (linux/amd64) kubernetes/$Format","objectRef":{"resource":"pods","namespace":"exp-x2kj8","name":"at-00006-pod","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-11-22T14:39:20.287785Z","stageTimestamp":"2026-11-22T14:39:20.298755Z","annotations":{"authorization.k8s.io/decision":"allow"}}`
+	auditLeaseGet404    = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"661f382b-9283-4839-ad9a-e745d7aeede7","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases/classic-at.bench.reconcilekit.dev?timeout=5s","verb":"get","user":{"username":"classic-1","groups":["system:masters"]},"objectRef":{"resource":"leases","namespace":"bench-leases","name":"classic-at.bench.reconcilekit.dev","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"status":"Failure","reason":"NotFound","code":404},"requestReceivedTimestamp":"2026-11-22T14:37:58.968844Z","stageTimestamp":"2026-11-22T14:37:58.971574Z"}`
+	auditDiscovery      = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"ce62c09d-c103-449e-8a56-e9b2f678e777","stage":"ResponseComplete","requestURI":"/api","verb":"get","user":{"username":"classic-1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:37:58.997938Z","stageTimestamp":"2026-11-22T14:37:59.000150Z"}`
+	auditWatchStart     = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"825b931b-1a0c-4dc5-98cf-7c823d32f144","stage":"ResponseStarted","requestURI":"/api/v1/pods?allowWatchBookmarks=true\u0026resourceVersionMatch=NotOlderThan\u0026sendInitialEvents=true\u0026timeoutSeconds=351\u0026watch=true","verb":"watch","user":{"username":"reconcilekit-2"},"objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:46:47.414661Z","stageTimestamp":"2026-11-22T14:46:47.417684Z"}`
+	auditWatchEnd       = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"825b931b-1a0c-4dc5-98cf-7c823d32f144","stage":"ResponseComplete","requestURI":"/api/v1/pods?allowWatchBookmarks=true\u0026resourceVersionMatch=NotOlderThan\u0026sendInitialEvents=true\u0026timeoutSeconds=351\u0026watch=true","verb":"watch","user":{"username":"reconcilekit-2"},"objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:46:47.414661Z","stageTimestamp":"2026-11-22T14:52:38.417684Z"}`
+	auditStatusPatch409 = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0a0a","stage":"ResponseComplete","requestURI":"/apis/cnat.reconcilekit.dev/v1alpha1/namespaces/n/ats/a/status?fieldManager=at-controller","verb":"patch","user":{"username":"reconcilekit-2"},"objectRef":{"resource":"ats","namespace":"n","name":"a","apiGroup":"cnat.reconcilekit.dev","apiVersion":"v1alpha1","subresource":"status"},"responseStatus":{"metadata":{},"code":409},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
+	auditEventCreate    = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0b0b","stage":"ResponseComplete","requestURI":"/apis/events.k8s.io/v1/namespaces/n/events","verb":"create","user":{"username":"reconcilekit-2"},"objectRef":{"resource":"events","namespace":"n","name":"a.1","apiGroup":"events.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
+	auditListUncached   = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0c0c","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/n/pods?labelSelector=a%3Db","verb":"list","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"n","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
+	auditListInformer   = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0d0d","stage":"ResponseComplete","requestURI":"/api/v1/pods?limit=500\u0026resourceVersion=0","verb":"list","user":{"username":"u"},"objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
+)
+
+func at(s string) time.Time {
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		panic(err)
+	}
+	return t
+}
+
+func TestParseAuditLine(t *testing.T) {
+	tests := []struct {
+		name       string
+		line       string
+		want       bench.AuditRequest
+		wantClass  bench.RequestClass
+		wantTarget string
+	}{
+		{
+			name: "a Pod create, accepted",
+			line: auditPodCreate,
+			want: bench.AuditRequest{ID: "39480a20-5024-409b-8ac9-56aaae92f114", Stage: "ResponseComplete", User: "classic-1", Verb: "create",
+				Resource: "pods", Namespace: "exp-x2kj8", Name: "at-00006-pod", URI: "/api/v1/namespaces/exp-x2kj8/pods", Code: 201,
+				Received: at("2026-11-22T14:39:20.287785Z"), Staged: at("2026-11-22T14:39:20.298755Z")},
+			wantClass: bench.ClassWrite, wantTarget: "create pods",
+		},
+		{
+			name: "a Lease not found",
+			line: auditLeaseGet404,
+			want: bench.AuditRequest{ID: "661f382b-9283-4839-ad9a-e745d7aeede7", Stage: "ResponseComplete", User: "classic-1", Verb: "get",
+				Group: "coordination.k8s.io", Resource: "leases", Namespace: "bench-leases", Name: "classic-at.bench.reconcilekit.dev",
+				URI: "/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases/classic-at.bench.reconcilekit.dev?timeout=5s", Code: 404,
+				Received: at("2026-11-22T14:37:58.968844Z"), Staged: at("2026-11-22T14:37:58.971574Z")},
+			wantClass: bench.ClassLeaderElection, wantTarget: "get leases",
+		},
+		{
+			name: "discovery has no objectRef",
+			line: auditDiscovery,
+			want: bench.AuditRequest{ID: "ce62c09d-c103-449e-8a56-e9b2f678e777", Stage: "ResponseComplete", User: "classic-1", Verb: "get",
+				URI: "/api", Code: 200, Received: at("2026-11-22T14:37:58.997938Z"), Staged: at("2026-11-22T14:37:59.000150Z")},
+			wantClass: bench.ClassDiscovery, wantTarget: "get /api",
+		},
+		{
+			name: "a watch-list watch",
+			line: auditWatchStart,
+			want: bench.AuditRequest{ID: "825b931b-1a0c-4dc5-98cf-7c823d32f144", Stage: "ResponseStarted", User: "reconcilekit-2", Verb: "watch",
+				Resource: "pods", URI: "/api/v1/pods?allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&sendInitialEvents=true&timeoutSeconds=351&watch=true",
+				Code: 200, Received: at("2026-11-22T14:46:47.414661Z"), Staged: at("2026-11-22T14:46:47.417684Z")},
+			wantClass: bench.ClassInformer, wantTarget: "watch pods",
+		},
+		{
+			name: "a status patch refused",
+			line: auditStatusPatch409,
+			want: bench.AuditRequest{ID: "0a0a", Stage: "ResponseComplete", User: "reconcilekit-2", Verb: "patch",
+				Group: "cnat.reconcilekit.dev", Resource: "ats", Subresource: "status", Namespace: "n", Name: "a",
+				URI: "/apis/cnat.reconcilekit.dev/v1alpha1/namespaces/n/ats/a/status?fieldManager=at-controller", Code: 409,
+				Received: at("2026-11-22T14:46:48Z"), Staged: at("2026-11-22T14:46:48.001Z")},
+			wantClass: bench.ClassWrite, wantTarget: "patch ats/status",
+		},
+		{
+			name: "an event of events.k8s.io",
+			line: auditEventCreate,
+			want: bench.AuditRequest{ID: "0b0b", Stage: "ResponseComplete", User: "reconcilekit-2", Verb: "create",
+				Group: "events.k8s.io", Resource: "events", Namespace: "n", Name: "a.1", URI: "/apis/events.k8s.io/v1/namespaces/n/events", Code: 201,
+				Received: at("2026-11-22T14:46:48Z"), Staged: at("2026-11-22T14:46:48.001Z")},
+			wantClass: bench.ClassWrite, wantTarget: "create events (events.k8s.io)",
+		},
+		{
+			name: "a list without resourceVersion bypassed the cache",
+			line: auditListUncached,
+			want: bench.AuditRequest{ID: "0c0c", Stage: "ResponseComplete", User: "u", Verb: "list", Resource: "pods", Namespace: "n",
+				URI: "/api/v1/namespaces/n/pods?labelSelector=a%3Db", Code: 200, Received: at("2026-11-22T14:46:48Z"), Staged: at("2026-11-22T14:46:48.001Z")},
+			wantClass: bench.ClassRead, wantTarget: "list pods",
+		},
+		{
+			name: "a reflector's list carries a resourceVersion",
+			line: auditListInformer,
+			want: bench.AuditRequest{ID: "0d0d", Stage: "ResponseComplete", User: "u", Verb: "list", Resource: "pods",
+				URI: "/api/v1/pods?limit=500&resourceVersion=0", Code: 200, Received: at("2026-11-22T14:46:48Z"), Staged: at("2026-11-22T14:46:48.001Z")},
+			wantClass: bench.ClassInformer, wantTarget: "list pods",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := bench.ParseAuditLine([]byte(tt.line))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("ParseAuditLine (-want +got):\n%s", diff)
+			}
+			if c := got.Class(); c != tt.wantClass {
+				t.Errorf("Class() = %q, want %q", c, tt.wantClass)
+			}
+			if tg := got.Target(); tg != tt.wantTarget {
+				t.Errorf("Target() = %q, want %q", tg, tt.wantTarget)
+			}
+		})
+	}
+}
+
+func TestAuditRequestVerdicts(t *testing.T) {
+	tests := []struct {
+		verb                     string
+		code                     int
+		write, accepted, refused bool
+	}{
+		{verb: "create", code: 201, write: true, accepted: true},
+		{verb: "patch", code: 409, write: true, refused: true},
+		{verb: "update", code: 422, write: true},
+		{verb: "delete", code: 200, write: true, accepted: true},
+		{verb: "deletecollection", code: 200, write: true, accepted: true},
+		{verb: "get", code: 404},
+		{verb: "list", code: 200, accepted: true},
+		{verb: "watch", code: 0},
+	}
+	for _, tt := range tests {
+		r := bench.AuditRequest{Verb: tt.verb, Code: tt.code, Resource: "ats"}
+		if r.Write() != tt.write || r.Accepted() != tt.accepted || r.Refused() != tt.refused {
+			t.Errorf("%s %d: Write, Accepted, Refused = %t, %t, %t; want %t, %t, %t", tt.verb, tt.code,
+				r.Write(), r.Accepted(), r.Refused(), tt.write, tt.accepted, tt.refused)
+		}
+	}
+}
+
+func TestParseAuditLineRejects(t *testing.T) {
+	for _, line := range []string{
+		``,
+		`not json`,
+		`{"kind":"Pod","apiVersion":"v1"}`,
+		`{"kind":"Event","apiVersion":"events.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-11-22T14:46:48Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-11-22T14:46:48Z"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"get"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"yesterday"}`,
+	} {
+		if _, err := bench.ParseAuditLine([]byte(line)); !errors.Is(err, bench.ErrMalformedAudit) {
+			t.Errorf("ParseAuditLine(%q) error = %v, want ErrMalformedAudit", line, err)
+		}
+	}
+}
+
+func TestReadAuditKeepsOneRequestPerIDAndLeavesAPartialLine(t *testing.T) {
+	log := auditPodCreate + "\n\n" + auditWatchStart + "\n" + auditDiscovery + "\n" + auditWatchEnd + "\n" + auditStatusPatch409[:40]
+	reqs, n, err := bench.ReadAudit(strings.NewReader(log), func(r bench.AuditRequest) bool { return r.User != "classic-1" || r.Verb == "create" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, r := range reqs {
+		got = append(got, r.Stage+" "+r.Target())
+	}
+	want := []string{"ResponseComplete create pods", "ResponseStarted watch pods"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests (-want +got):\n%s", diff)
+	}
+	if wantN := int64(len(log) - 40); n != wantN {
+		t.Errorf("consumed %d bytes, want %d (all but the partial line)", n, wantN)
+	}
+	if _, _, err := bench.ReadAudit(strings.NewReader(auditPodCreate+"\n{\n"), nil); !errors.Is(err, bench.ErrMalformedAudit) {
+		t.Errorf("a malformed complete line: error %v, want ErrMalformedAudit", err)
+	}
+}
+
+func FuzzParseAuditLine(f *testing.F) {
+	for _, l := range []string{auditPodCreate, auditLeaseGet404, auditDiscovery, auditWatchStart, auditStatusPatch409, auditEventCreate, auditListInformer, "", "{}"} {
+		f.Add([]byte(l))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		r, err := bench.ParseAuditLine(line)
+		if err != nil {
+			if !errors.Is(err, bench.ErrMalformedAudit) {
+				t.Fatalf("error %v does not wrap ErrMalformedAudit", err)
+			}
+			return
+		}
+		if r.ID == "" || r.Stage == "" || r.Verb == "" || r.Received.IsZero() {
+			t.Fatalf("accepted %q without ID, stage, verb or receipt: %+v", line, r)
+		}
+		if r.Class() == "" || !strings.HasPrefix(r.Target(), r.Verb+" ") {
+			t.Fatalf("%+v: class %q, target %q", r, r.Class(), r.Target())
+		}
+	})
+}
+
+const procStatus = `Name:	at
+Umask:	0022
+State:	S (sleeping)
+Pid:	4242
+VmPeak:	 1290012 kB
+VmSize:	 1290012 kB
+VmHWM:	   71234 kB
+VmRSS:	   65536 kB
+RssAnon:	   40000 kB
+Threads:	12
+`
+
+func TestParseProcStatus(t *testing.T) {
+	tests := []struct {
+		name    string
+		status  string
+		want    bench.ProcMemory
+		wantErr bool
+	}{
+		{name: "a running process", status: procStatus, want: bench.ProcMemory{RSS: 65536 * 1024, HWM: 71234 * 1024}},
+		{name: "spaces instead of tabs", status: "VmHWM: 1 kB\nVmRSS: 0 kB\n", want: bench.ProcMemory{RSS: 0, HWM: 1024}},
+		{name: "a zombie has no Vm lines", status: "Name:\tat\nState:\tZ (zombie)\n", wantErr: true},
+		{name: "VmHWM missing", status: "VmRSS:\t1 kB\n", wantErr: true},
+		{name: "not kB", status: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "not a number", status: "VmHWM:\tlots kB\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "overflows bytes", status: "VmHWM:\t18446744073709551615 kB\nVmRSS:\t1 kB\n", wantErr: true},
+		{name: "negative", status: "VmHWM:\t-1 kB\nVmRSS:\t1 kB\n", wantErr: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := bench.ParseProcStatus(strings.NewReader(tt.status))
+			if tt.wantErr {
+				if !errors.Is(err, bench.ErrMalformedProcStatus) {
+					t.Errorf("error = %v, want ErrMalformedProcStatus", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want {
+				t.Errorf("ParseProcStatus = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseProcStatus(f *testing.F) {
+	f.Add(procStatus)
+	f.Add("VmHWM: 1 kB\nVmRSS: 0 kB\n")
+	f.Add("VmHWM:\t18014398509481983 kB\nVmRSS:\t1 kB\n")
+	f.Fuzz(func(t *testing.T, status string) {
+		m, err := bench.ParseProcStatus(strings.NewReader(status))
+		if err != nil {
+			if !errors.Is(err, bench.ErrMalformedProcStatus) && !strings.Contains(err.Error(), "reading") {
+				t.Fatalf("error %v does not wrap ErrMalformedProcStatus", err)
+			}
+			return
+		}
+		if m.RSS%1024 != 0 || m.HWM%1024 != 0 {
+			t.Fatalf("%+v: not whole kB", m)
+		}
+	})
+}
+
+const metricsText = `# HELP controller_runtime_reconcile_total Total number of reconciliations per controller
+# TYPE controller_runtime_reconcile_total counter
+controller_runtime_reconcile_total{controller="at",result="error"} 2
+controller_runtime_reconcile_total{controller="at",result="requeue_after"} 1000
+controller_runtime_reconcile_total{controller="at",result="success"} 2000
+controller_runtime_reconcile_total{controller="classic-at",result="success"} 7
+controller_runtime_reconcile_total_extra{controller="at"} 99
+leader_election_master_status{name="at.cnat.reconcilekit.dev"} 1
+process_resident_memory_bytes 7.4121216e+07
+odd{ a = "x\"y\\z\n" , b="" } 3 1700000000000
+`
+
+func TestSumMetric(t *testing.T) {
+	tests := []struct {
+		name        string
+		metric      string
+		match       map[string]string
+		want        float64
+		wantSamples int
+	}{
+		{name: "every result of one controller", metric: "controller_runtime_reconcile_total", match: map[string]string{"controller": "at"}, want: 3002, wantSamples: 3},
+		{name: "one label pair", metric: "controller_runtime_reconcile_total", match: map[string]string{"controller": "at", "result": "success"}, want: 2000, wantSamples: 1},
+		{name: "every sample", metric: "controller_runtime_reconcile_total", want: 3009, wantSamples: 4},
+		{name: "absent", metric: "controller_runtime_active_workers", want: 0, wantSamples: 0},
+		{name: "no labels", metric: "process_resident_memory_bytes", want: 74121216, wantSamples: 1},
+		{name: "escapes and a timestamp", metric: "odd", match: map[string]string{"a": "x\"y\\z\n", "b": ""}, want: 3, wantSamples: 1},
+		{name: "a label that does not match", metric: "leader_election_master_status", match: map[string]string{"name": "other"}, want: 0, wantSamples: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, n, err := bench.SumMetric(strings.NewReader(metricsText), tt.metric, tt.match)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != tt.want || n != tt.wantSamples {
+				t.Errorf("SumMetric = %v over %d samples, want %v over %d", got, n, tt.want, tt.wantSamples)
+			}
+		})
+	}
+}
+
+func TestSumMetricRejectsMalformedSamples(t *testing.T) {
+	for _, line := range []string{
+		`m{a="b"}`,
+		`m{a="b"} x`,
+		`m{a="b"} NaN`,
+		`m{a=b} 1`,
+		`m{a="b} 1`,
+		`m{a="b" c="d"} 1`,
+		`m{a="\q"} 1`,
+		`m 1 2 3`,
+	} {
+		if _, _, err := bench.SumMetric(strings.NewReader(line+"\n"), "m", nil); !errors.Is(err, bench.ErrMalformedMetrics) {
+			t.Errorf("SumMetric(%q) error = %v, want ErrMalformedMetrics", line, err)
+		}
+	}
+}
+
+func FuzzSumMetric(f *testing.F) {
+	f.Add(metricsText, "controller_runtime_reconcile_total")
+	f.Add(`m{a="\\"} 1`, "m")
+	f.Fuzz(func(t *testing.T, text, name string) {
+		if name == "" {
+			return
+		}
+		sum, n, err := bench.SumMetric(strings.NewReader(text), name, nil)
+		if err != nil {
+			if !errors.Is(err, bench.ErrMalformedMetrics) && !strings.Contains(err.Error(), "reading") {
+				t.Fatalf("error %v does not wrap ErrMalformedMetrics", err)
+			}
+			return
+		}
+		if n == 0 && sum != 0 {
+			t.Fatalf("sum %v over no sample", sum)
+		}
+		if lines := strings.Count(text, "\n") + 1; n > lines {
+			t.Fatalf("%d samples in %d lines", n, lines)
+		}
+	})
+}

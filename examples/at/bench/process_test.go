@@ -1,0 +1,645 @@
+package bench_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
+)
+
+// controllerGroup is the group of every controller user: the audit policy
+// logs their requests, and only theirs.
+const controllerGroup = "bench:controllers"
+
+// auditPolicy logs, at level Metadata (who, verb, resource, name, response
+// code, timestamps; no bodies), every request of a controller user, and
+// nothing else: the harness's own requests (creating Ats, playing the
+// kubelet, watching for DONE) are not in the log.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: ["RequestReceived"]
+rules:
+- level: Metadata
+  userGroups: ["` + controllerGroup + `"]
+- level: None
+`
+
+// leaseNamespace holds both controllers' leader election Leases.
+const leaseNamespace = "bench-leases"
+
+// plane is a control plane of its own for the process benchmark: envtest's
+// kube-apiserver and etcd with the At CRD, whose API server writes an audit
+// log of the requests of the controller users.
+type plane struct {
+	te       *envtest.Environment
+	cfg      *rest.Config // a cluster admin, not audited
+	admin    client.WithWatch
+	auditLog string
+	dir      string
+}
+
+// startPlane starts a control plane with audit logging; it is stopped when
+// the test ends.
+func startPlane(tb testing.TB) *plane {
+	tb.Helper()
+	assets, err := testenv.FindAssets()
+	if err != nil {
+		tb.Skip(err)
+	}
+	dir := tb.TempDir()
+	policy := filepath.Join(dir, "audit-policy.yaml")
+	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	p := &plane{dir: dir, auditLog: filepath.Join(dir, "audit.log")}
+	p.te = &envtest.Environment{
+		BinaryAssetsDirectory:    assets,
+		CRDDirectoryPaths:        []string{"../config/crd"},
+		ErrorIfCRDPathMissing:    true,
+		Scheme:                   env.Scheme,
+		ControlPlaneStartTimeout: 2 * time.Minute,
+		ControlPlaneStopTimeout:  time.Minute,
+	}
+	p.te.ControlPlane.GetAPIServer().Configure().
+		Set("audit-policy-file", policy).
+		Set("audit-log-path", p.auditLog).
+		Set("audit-log-format", "json").
+		Set("audit-log-mode", "blocking").
+		// The log backend rotates at 100 MB by default, and a full run
+		// writes more: a file rotated under a tail's offset would hide
+		// requests. 0 disables rotation.
+		Set("audit-log-maxsize", "0")
+	cfg, err := p.te.Start()
+	if err != nil {
+		tb.Fatalf("starting the audited control plane: %v", err)
+	}
+	tb.Cleanup(func() {
+		if err := p.te.Stop(); err != nil {
+			tb.Errorf("stopping the audited control plane: %v", err)
+		}
+	})
+	cfg.QPS, cfg.Burst = 500, 1000
+	p.cfg = cfg
+	if p.admin, err = client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme}); err != nil {
+		tb.Fatal(err)
+	}
+	p.namespaceNamed(tb, leaseNamespace)
+	return p
+}
+
+// namespace creates a namespace with a generated name.
+func (p *plane) namespace(tb testing.TB, prefix string) string {
+	tb.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: prefix + "-"}}
+	if err := p.admin.Create(context.Background(), ns); err != nil {
+		tb.Fatal(err)
+	}
+	return ns.Name
+}
+
+func (p *plane) namespaceNamed(tb testing.TB, name string) {
+	tb.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := p.admin.Create(context.Background(), ns); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// user provisions a controller user (a client certificate for name, in
+// system:masters and controllerGroup, so audited) and writes its
+// kubeconfig.
+func (p *plane) user(tb testing.TB, name string) string {
+	tb.Helper()
+	u, err := p.te.AddUser(envtest.User{Name: name, Groups: []string{"system:masters", controllerGroup}}, nil)
+	if err != nil {
+		tb.Fatalf("user %s: %v", name, err)
+	}
+	data, err := u.KubeConfig()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	path := filepath.Join(p.dir, name+".kubeconfig")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	return path
+}
+
+// auditTail follows the audit log from where it stood when the tail was
+// made, keeping the requests of one user, one per audit ID.
+type auditTail struct {
+	path   string
+	user   string
+	offset int64
+
+	mu    sync.Mutex
+	reqs  []bench.AuditRequest
+	index map[string]int
+}
+
+func (p *plane) tail(tb testing.TB, user string) *auditTail {
+	tb.Helper()
+	fi, err := os.Stat(p.auditLog)
+	var offset int64
+	switch {
+	case err == nil:
+		offset = fi.Size()
+	case !errors.Is(err, os.ErrNotExist):
+		tb.Fatal(err)
+	}
+	return &auditTail{path: p.auditLog, user: user, offset: offset, index: map[string]int{}}
+}
+
+// read takes in the lines written since the last read and returns every
+// request of the user so far.
+func (a *auditTail) read(tb testing.TB) []bench.AuditRequest {
+	tb.Helper()
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	f, err := os.Open(a.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return a.reqs
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err != nil {
+		tb.Fatal(err)
+	} else if fi.Size() < a.offset {
+		tb.Fatalf("audit log %s shrank under the tail (%d bytes, tail at %d): rotated? requests would be lost", a.path, fi.Size(), a.offset)
+	}
+	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
+		tb.Fatal(err)
+	}
+	reqs, n, err := bench.ReadAudit(f, func(r bench.AuditRequest) bool { return r.User == a.user })
+	if err != nil {
+		tb.Fatalf("audit log %s after byte %d: %v", a.path, a.offset, err)
+	}
+	a.offset += n
+	for _, r := range reqs {
+		if i, ok := a.index[r.ID]; ok {
+			if r.Code != 0 {
+				a.reqs[i].Code = r.Code
+			}
+			continue
+		}
+		a.index[r.ID] = len(a.reqs)
+		a.reqs = append(a.reqs, r)
+	}
+	return append([]bench.AuditRequest(nil), a.reqs...)
+}
+
+// busy reports whether a request is work of the controller (a write or an
+// uncached read), as opposed to what a running controller does anyway:
+// renew its Lease and keep its watches open.
+func busy(r bench.AuditRequest) bool { return beyondWatches(r) }
+
+// waitQuiet waits until the user has sent no write and no uncached read for
+// quiet (after since), and returns when its last one was received.
+func (a *auditTail) waitQuiet(tb testing.TB, since time.Time, quiet, timeout time.Duration) time.Time {
+	tb.Helper()
+	last := since
+	deadline := time.Now().Add(timeout)
+	for {
+		for _, r := range a.read(tb) {
+			if busy(r) && r.Received.After(last) {
+				last = r.Received
+			}
+		}
+		if time.Since(last) >= quiet {
+			return last
+		}
+		if time.Now().After(deadline) {
+			tb.Logf("%s: still busy %s after %s (last request %s ago)", a.user, timeout, since.Format(time.StampMilli), time.Since(last))
+			return last
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// between returns the requests received in [from, to).
+func between(reqs []bench.AuditRequest, from, to time.Time) []bench.AuditRequest {
+	var out []bench.AuditRequest
+	for _, r := range reqs {
+		if !r.Received.Before(from) && r.Received.Before(to) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// binaries are the two controllers, built once per test.
+type binaries struct {
+	classic, at string
+	// atPprof says how the At binary serves pprof: "flag" (it has
+	// --pprof-bind-address), "overlay" (built with the harness's pprof
+	// listener, see pprofOverlay), or "" (no pprof).
+	atPprof string
+}
+
+const (
+	atPackage      = "github.com/reconcilekit/reconcilekit/examples/at"
+	classicPackage = "github.com/reconcilekit/reconcilekit/examples/at/bench/classic/cmd/classic"
+)
+
+// pprofEnv names the environment variable that the overlay's listener
+// reads.
+const pprofEnv = "RECONCILEKIT_BENCH_PPROF_ADDR"
+
+// pprofOverlay is added to the At operator's package main, at build time
+// only and only when a CPU profile is asked for and the binary has no
+// --pprof-bind-address flag: net/http/pprof on the address in pprofEnv.
+// main.go is not changed.
+const pprofOverlay = `package main
+
+import (
+	"net/http"
+	_ "net/http/pprof"
+	"os"
+)
+
+func init() {
+	if addr := os.Getenv("` + pprofEnv + `"); addr != "" {
+		go func() { _ = http.ListenAndServe(addr, nil) }()
+	}
+}
+`
+
+// buildBinaries builds both controllers without -race (they are measured,
+// as they would run in production) into the test's temporary directory.
+// With profiling, an At binary that lacks --pprof-bind-address is built
+// with pprofOverlay.
+func buildBinaries(tb testing.TB, profiling bool) binaries {
+	tb.Helper()
+	dir := tb.TempDir()
+	b := binaries{classic: filepath.Join(dir, "classic"), at: filepath.Join(dir, "at")}
+	goBuild(tb, b.classic, classicPackage)
+	goBuild(tb, b.at, atPackage)
+	if !profiling {
+		return b
+	}
+	out, _ := exec.Command(b.at, "-h").CombinedOutput()
+	if bytes.Contains(out, []byte("pprof-bind-address")) {
+		b.atPprof = "flag"
+		return b
+	}
+	src, err := exec.Command("go", "list", "-f", "{{.Dir}}", atPackage).Output()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	file := filepath.Join(dir, "zz_bench_pprof.go")
+	if err := os.WriteFile(file, []byte(pprofOverlay), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{
+		"Replace": {filepath.Join(strings.TrimSpace(string(src)), "zz_bench_pprof.go"): file},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ov := filepath.Join(dir, "overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	goBuild(tb, b.at, atPackage, "-overlay", ov)
+	b.atPprof = "overlay"
+	return b
+}
+
+func goBuild(tb testing.TB, out, pkg string, flags ...string) {
+	tb.Helper()
+	args := append([]string{"build", "-o", out}, flags...)
+	cmd := exec.Command("go", append(args, pkg)...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		tb.Fatalf("go %s %s: %v\n%s", strings.Join(args, " "), pkg, err, b)
+	}
+}
+
+// leaseID is the name of the controller's leader election Lease.
+func (k kind) leaseID() string {
+	if k == classicAt {
+		return "classic-at.bench.reconcilekit.dev"
+	}
+	return "at.cnat.reconcilekit.dev"
+}
+
+// proc is one controller process.
+type proc struct {
+	kind    kind
+	name    string
+	cmd     *exec.Cmd
+	log     string
+	metrics string // host:port of /metrics
+	pprof   string // host:port of /debug/pprof/, or ""
+
+	done    chan struct{}
+	waitErr error
+
+	peakRSS atomic.Uint64 // the largest VmRSS sampled
+	hwm     atomic.Uint64 // the last VmHWM read
+}
+
+// procOptions say how to run a controller process.
+type procOptions struct {
+	kubeconfig string
+	workers    int
+	pprof      bool
+}
+
+// startProc runs the controller's binary: same flags for both, leader
+// election on with the default timings, its Lease in leaseNamespace. It is
+// stopped when the test ends, and its log shown if the test failed.
+func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions) *proc {
+	tb.Helper()
+	p := &proc{kind: k, name: name, metrics: freeAddr(tb), done: make(chan struct{})}
+	bin := bins.at
+	if k == classicAt {
+		bin = bins.classic
+	}
+	args := []string{"--kubeconfig", o.kubeconfig, "--workers", fmt.Sprint(o.workers),
+		"--leader-elect=true", "--leader-election-namespace", leaseNamespace,
+		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", freeAddr(tb)}
+	var environ []string
+	if o.pprof {
+		p.pprof = freeAddr(tb)
+		switch {
+		case k == classicAt || bins.atPprof == "flag":
+			args = append(args, "--pprof-bind-address", p.pprof)
+		case bins.atPprof == "overlay":
+			environ = append(environ, pprofEnv+"="+p.pprof)
+		default:
+			p.pprof = ""
+		}
+	}
+	p.log = filepath.Join(tb.TempDir(), name+".log")
+	f, err := os.Create(p.log)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.cmd = exec.Command(bin, args...)
+	p.cmd.Env = append(os.Environ(), environ...)
+	p.cmd.Stdout, p.cmd.Stderr = f, f
+	if err := p.cmd.Start(); err != nil {
+		f.Close()
+		tb.Fatalf("starting %s: %v", name, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		f.Close()
+		close(p.done)
+	}()
+	go p.sample()
+	tb.Cleanup(func() {
+		p.stop(tb)
+		if tb.Failed() {
+			b, _ := os.ReadFile(p.log)
+			tb.Logf("log of %s (last 15 lines):\n%s", name, lastLines(string(b), 15))
+		}
+	})
+	return p
+}
+
+// sample reads the process's VmRSS and VmHWM every 100 ms until it exits.
+func (p *proc) sample() {
+	t := time.NewTicker(100 * time.Millisecond)
+	defer t.Stop()
+	for {
+		if m, err := p.memory(); err == nil {
+			if m.RSS > p.peakRSS.Load() {
+				p.peakRSS.Store(m.RSS)
+			}
+			p.hwm.Store(m.HWM)
+		}
+		select {
+		case <-p.done:
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// memory reads /proc/<pid>/status.
+func (p *proc) memory() (bench.ProcMemory, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", p.cmd.Process.Pid))
+	if err != nil {
+		return bench.ProcMemory{}, err
+	}
+	defer f.Close()
+	return bench.ParseProcStatus(f)
+}
+
+// peak returns the process's peak resident memory now (VmHWM, read while
+// it runs) and the largest VmRSS sampled.
+func (p *proc) peak(tb testing.TB) (hwm, sampled uint64) {
+	tb.Helper()
+	m, err := p.memory()
+	if err != nil {
+		tb.Fatalf("%s: %v", p.name, err)
+	}
+	return m.HWM, max(p.peakRSS.Load(), m.RSS)
+}
+
+func (p *proc) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// stop stops the process gracefully (SIGTERM: the manager releases its
+// Lease), and kills it if that takes more than 30 s. It may be called more
+// than once.
+func (p *proc) stop(tb testing.TB) {
+	if p.exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(30 * time.Second):
+		tb.Logf("%s did not stop within 30 s of SIGTERM: killed", p.name)
+		_ = p.cmd.Process.Kill()
+		<-p.done
+	}
+}
+
+// scrape sums the samples of a metric on the process's /metrics that carry
+// the labels of match, and says how many there were.
+func (p *proc) scrape(name string, match map[string]string) (float64, int, error) {
+	hc := &http.Client{Timeout: 5 * time.Second}
+	resp, err := hc.Get("http://" + p.metrics + "/metrics")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, 0, fmt.Errorf("%s /metrics: %s", p.name, resp.Status)
+	}
+	return bench.SumMetric(resp.Body, name, match)
+}
+
+// reconciles is controller-runtime's count of the process's reconciles
+// (every result: success, requeue, error).
+func (p *proc) reconciles(tb testing.TB) float64 {
+	tb.Helper()
+	v, _, err := p.scrape("controller_runtime_reconcile_total", map[string]string{"controller": p.kind.controllerName()})
+	if err != nil {
+		tb.Fatalf("%s: %v", p.name, err)
+	}
+	return v
+}
+
+// metric is the sum of a metric's samples carrying the labels of match.
+func (p *proc) metric(tb testing.TB, name string, match map[string]string) float64 {
+	tb.Helper()
+	v, n, err := p.scrape(name, match)
+	if err != nil || n == 0 {
+		tb.Fatalf("%s: metric %s%v: %d samples, %v", p.name, name, match, n, err)
+	}
+	return v
+}
+
+// waitLeader waits until the process leads (its leader election metric
+// says so) and its caches watch Ats and Pods (the audit log shows the
+// watches, which a reflector starts once it has listed).
+func (p *proc) waitLeader(tb testing.TB, tail *auditTail, timeout time.Duration) {
+	tb.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("%s exited: %v", p.name, p.waitErr)
+		}
+		v, n, err := p.scrape("leader_election_master_status", map[string]string{"name": p.kind.leaseID()})
+		if err != nil || n == 0 || v != 1 {
+			return false, nil
+		}
+		watching := map[string]bool{}
+		for _, r := range tail.read(tb) {
+			if r.Verb == "watch" {
+				watching[r.Resource] = true
+			}
+		}
+		return watching["ats"] && watching["pods"], nil
+	})
+	if err != nil {
+		tb.Fatalf("waiting for %s to lead and watch: %v", p.name, err)
+	}
+}
+
+// waitReconciles waits until the process has counted at least n
+// reconciles.
+func (p *proc) waitReconciles(tb testing.TB, n float64, timeout time.Duration) {
+	tb.Helper()
+	var got float64
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		if p.exited() {
+			return false, fmt.Errorf("%s exited: %v", p.name, p.waitErr)
+		}
+		v, _, err := p.scrape("controller_runtime_reconcile_total", map[string]string{"controller": p.kind.controllerName()})
+		if err != nil {
+			return false, nil // not serving yet
+		}
+		got = v
+		return got >= n, nil
+	})
+	if err != nil {
+		tb.Fatalf("waiting for %s to reconcile %v times (%v so far): %v", p.name, n, got, err)
+	}
+}
+
+// cpuProfile fetches a CPU profile of d from the process's pprof endpoint
+// into path, in the background; the returned function waits for it.
+func (p *proc) cpuProfile(tb testing.TB, d time.Duration, path string) func() {
+	tb.Helper()
+	if p.pprof == "" {
+		tb.Logf("%s serves no pprof endpoint: no CPU profile", p.name)
+		return func() {}
+	}
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		hc := &http.Client{Timeout: d + time.Minute}
+		resp, err := hc.Get(fmt.Sprintf("http://%s/debug/pprof/profile?seconds=%d", p.pprof, int(d.Seconds())))
+		if err != nil {
+			tb.Errorf("CPU profile of %s: %v", p.name, err)
+			return
+		}
+		defer resp.Body.Close()
+		data, err := io.ReadAll(resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK {
+			tb.Errorf("CPU profile of %s: %s %v", p.name, resp.Status, err)
+			return
+		}
+		if err := os.WriteFile(path, data, 0o644); err != nil {
+			tb.Errorf("CPU profile of %s: %v", p.name, err)
+		}
+	})
+	return wg.Wait
+}
+
+// heapProfile writes the process's heap profile (after a garbage
+// collection) to path.
+func (p *proc) heapProfile(tb testing.TB, path string) {
+	tb.Helper()
+	if p.pprof == "" {
+		return
+	}
+	hc := &http.Client{Timeout: time.Minute}
+	resp, err := hc.Get("http://" + p.pprof + "/debug/pprof/heap?gc=1")
+	if err != nil {
+		tb.Errorf("heap profile of %s: %v", p.name, err)
+		return
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil || resp.StatusCode != http.StatusOK {
+		tb.Errorf("heap profile of %s: %s %v", p.name, resp.Status, err)
+		return
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		tb.Errorf("heap profile of %s: %v", p.name, err)
+	}
+}
+
+// freeAddr returns a localhost address whose port was free a moment ago.
+func freeAddr(tb testing.TB) string {
+	tb.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
