@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -166,13 +167,88 @@ func (s *Snapshot) edits() (e edits, before, after map[string]any, err error) {
 	return diffEdits(before, after), before, after, nil
 }
 
+// statusOf returns the JSON form of obj's status: only the status is
+// encoded when it can be found (the object's managedFields, spec and the
+// rest can be many times its size), else the whole object.
 func statusOf(obj client.Object) (map[string]any, error) {
-	m, err := toJSONMap(obj)
+	var m map[string]any
+	v, ok := statusValue(obj)
+	var err error
+	if ok {
+		m, err = toJSONMap(v)
+	} else if m, err = toJSONMap(obj); err == nil {
+		m, _ = m["status"].(map[string]any)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("status: encoding %s: %w", client.ObjectKeyFromObject(obj), err)
 	}
-	st, _ := m["status"].(map[string]any)
-	return st, nil
+	return m, nil
+}
+
+// statusValue returns the value that encoding/json writes as obj's "status"
+// field (nil when it leaves the field out), and false when it cannot tell:
+// the type encodes itself, or has no top-level field named "status".
+func statusValue(obj client.Object) (any, bool) {
+	if u, ok := obj.(*unstructured.Unstructured); ok {
+		return u.Object["status"], true
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct ||
+		v.Type().Implements(jsonMarshaler) || v.Elem().Type().Implements(jsonMarshaler) {
+		return nil, false
+	}
+	v = v.Elem()
+	t := v.Type()
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() || f.Anonymous {
+			continue
+		}
+		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "" {
+			name = f.Name
+		}
+		if name != "status" {
+			continue
+		}
+		fv := v.Field(i)
+		if omitted(fv, opts) {
+			return nil, true
+		}
+		return fv.Interface(), true
+	}
+	return nil, false
+}
+
+var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+
+// omitted reports whether encoding/json leaves out a field with the tag
+// options opts and the value v.
+func omitted(v reflect.Value, opts string) bool {
+	for o := range strings.SplitSeq(opts, ",") {
+		switch o {
+		case "omitzero":
+			if z, ok := v.Interface().(interface{ IsZero() bool }); ok && !(v.Kind() == reflect.Pointer && v.IsNil()) {
+				if z.IsZero() {
+					return true
+				}
+			} else if v.IsZero() {
+				return true
+			}
+		case "omitempty":
+			switch v.Kind() {
+			case reflect.Pointer, reflect.Interface:
+				if v.IsNil() {
+					return true
+				}
+			case reflect.Map, reflect.Slice, reflect.String, reflect.Array:
+				if v.Len() == 0 {
+					return true
+				}
+			}
+		}
+	}
+	return false
 }
 
 // Write sends the status changes made to the object since the snapshot to

@@ -1,0 +1,153 @@
+package status
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/internal/testapi"
+)
+
+// Object types whose status field is declared in the ways encoding/json
+// treats differently.
+type (
+	innerStatus struct {
+		Phase string `json:"phase"`
+		Count *int   `json:"count,omitempty"`
+	}
+	pointerStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            *innerStatus `json:"status,omitempty"`
+	}
+	omitzeroStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            innerStatus `json:"status,omitzero"`
+	}
+	mapStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            map[string]string `json:"status,omitempty"`
+	}
+	renamedStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            innerStatus `json:"state"`
+		Observed          innerStatus `json:"status"`
+	}
+	selfEncoding struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            innerStatus `json:"status"`
+	}
+	noStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+	}
+)
+
+func (o *pointerStatus) DeepCopyObject() runtime.Object  { c := *o; return &c }
+func (o *omitzeroStatus) DeepCopyObject() runtime.Object { c := *o; return &c }
+func (o *mapStatus) DeepCopyObject() runtime.Object      { c := *o; return &c }
+func (o *renamedStatus) DeepCopyObject() runtime.Object  { c := *o; return &c }
+func (o *selfEncoding) DeepCopyObject() runtime.Object   { c := *o; return &c }
+func (o *noStatus) DeepCopyObject() runtime.Object       { c := *o; return &c }
+
+// MarshalJSON writes the status under "status" in upper case, which only
+// encoding the whole object shows.
+func (o *selfEncoding) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]any{"status": map[string]any{"phase": "SELF-" + o.Status.Phase}})
+}
+
+// TestStatusOfEncodesOnlyTheStatusAsTheWholeObjectWould proves the shortcut
+// the writer takes (encode the status field alone, not the object with its
+// managedFields) gives the same JSON status as encoding the whole object,
+// for every way a type can declare its status.
+func TestStatusOfEncodesOnlyTheStatusAsTheWholeObjectWould(t *testing.T) {
+	two := 2
+	meta := metav1.ObjectMeta{Namespace: "ns", Name: "o", ResourceVersion: "7",
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate}}}
+	widget := &testapi.Widget{ObjectMeta: meta}
+	widget.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "R",
+		LastTransitionTime: metav1.Unix(1_700_000_000, 0)}}
+	widget.Status.ObservedGeneration = 3
+	u := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "x/v1", "kind": "U", "metadata": map[string]any{"name": "o"},
+		"status": map[string]any{"phase": "RUNNING", "count": int64(2), "ratio": 0.5},
+	}}
+	for _, tc := range []struct {
+		name      string
+		obj       client.Object
+		shortcut  bool
+		wantEmpty bool
+	}{
+		{"typed, conditions and a number", widget, true, false},
+		{"typed, zero status", &testapi.Widget{ObjectMeta: meta}, true, true},
+		{"unstructured", u, true, false},
+		{"unstructured without status", &unstructured.Unstructured{Object: map[string]any{"kind": "U"}}, true, true},
+		{"nil pointer status", &pointerStatus{ObjectMeta: meta}, true, true},
+		{"pointer status", &pointerStatus{ObjectMeta: meta, Status: &innerStatus{Phase: "P", Count: &two}}, true, false},
+		{"omitzero, zero", &omitzeroStatus{ObjectMeta: meta}, true, true},
+		{"omitzero, set", &omitzeroStatus{ObjectMeta: meta, Status: innerStatus{Phase: "P"}}, true, false},
+		{"omitempty map, empty", &mapStatus{ObjectMeta: meta}, true, true},
+		{"omitempty map, set", &mapStatus{ObjectMeta: meta, Status: map[string]string{"a": "b"}}, true, false},
+		{"status under another Go name", &renamedStatus{ObjectMeta: meta, Status: innerStatus{Phase: "no"},
+			Observed: innerStatus{Phase: "yes"}}, true, false},
+		{"type encodes itself", &selfEncoding{ObjectMeta: meta, Status: innerStatus{Phase: "P"}}, false, false},
+		{"no status field", &noStatus{ObjectMeta: meta}, false, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			whole, err := toJSONMap(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, _ := whole["status"].(map[string]any)
+			got, err := statusOf(tc.obj)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("statusOf differs from the whole object's status (-whole +statusOf):\n%s", diff)
+			}
+			if (len(got) == 0) != tc.wantEmpty {
+				t.Errorf("statusOf = %v, want empty: %v", got, tc.wantEmpty)
+			}
+			if _, ok := statusValue(tc.obj); ok != tc.shortcut {
+				t.Errorf("statusValue took the shortcut: %v, want %v", ok, tc.shortcut)
+			}
+		})
+	}
+}
+
+// BenchmarkStatusOf measures encoding an object's status for the writer's
+// comparison: the status alone against the whole object (metadata with
+// managedFields included), as the writer did before.
+func BenchmarkStatusOf(b *testing.B) {
+	obj := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", ResourceVersion: "7"}}
+	for range 4 {
+		obj.ManagedFields = append(obj.ManagedFields, metav1.ManagedFieldsEntry{Manager: "m", Operation: metav1.ManagedFieldsOperationUpdate,
+			FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:a":{},"f:b":{}}},"f:spec":{"f:replicas":{},"f:ports":{}}}`)}})
+	}
+	obj.Status.Conditions = []metav1.Condition{{Type: "Ready", Status: metav1.ConditionTrue, Reason: "R", Message: "m",
+		LastTransitionTime: metav1.Unix(1_700_000_000, 0)}}
+	b.Run("status", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := statusOf(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("whole-object", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := toJSONMap(obj); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
