@@ -230,7 +230,11 @@ stageTimestamp minus requestReceivedTimestamp of the controller's accepted write
 saturated) server took to answer. "Mean reconcile duration" and "CPU time" come from the process's metrics
 (controller_runtime_reconcile_time_seconds, process_cpu_seconds_total) at the end of created → DONE, and so
 does "reads that waited for the cache" (reconcilekit_stale_reads_total, the freshness guard's counter; the
-classic controller has no guard and never waits).
+classic controller has no guard and never waits). "kube-apiserver CPU time" and "etcd CPU time" are the
+control plane's own CPU (utime + stime from /proc/<pid>/stat of the two processes envtest started) over
+created → DONE, and for the API server also from the (last) schedule on, divided by the number of Ats: the
+harness's share (creating the Ats, playing the kubelet, watching) is the same for both controllers, so the
+difference is what each controller's requests and watches cost the server.
 
 **Memory.** The resident memory of the controller process: VmHWM from /proc/<pid>/status (the kernel's
 peak, read at the end of created → DONE, before the process is stopped), and VmRSS sampled every 100 ms.

@@ -113,6 +113,68 @@ type run struct {
 	staleReads float64
 	// profile is the CPU profile's path, if one was taken.
 	profile string
+	// planeLifecycle is the CPU time kube-apiserver and etcd used from the
+	// first At created until the end of created → DONE, planeAfterSchedule
+	// from the (last) schedule until then. The harness's own load (creating
+	// the Ats, playing the kubelet, watching) is the same for both
+	// controllers, so the difference is the controller's doing.
+	planeLifecycle, planeAfterSchedule planeCPU
+}
+
+// planeCPU is the CPU time used by the control plane's processes.
+type planeCPU struct{ apiserver, etcd time.Duration }
+
+func (p planeCPU) sub(q planeCPU) planeCPU {
+	return planeCPU{apiserver: p.apiserver - q.apiserver, etcd: p.etcd - q.etcd}
+}
+
+// controlPlaneCPU returns the CPU time used so far by the kube-apiserver and
+// etcd that this test process started (envtest runs them as its children).
+func controlPlaneCPU() (planeCPU, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return planeCPU{}, err
+	}
+	self := os.Getpid()
+	var p planeCPU
+	var seen int
+	for _, e := range entries {
+		if _, err := strconv.Atoi(e.Name()); err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		st, err := bench.ParseProcStat(string(b))
+		if err != nil || st.PPID != self {
+			continue
+		}
+		// USER_HZ is 100 on Linux: a tick is 10ms.
+		d := time.Duration(st.CPUTicks) * 10 * time.Millisecond
+		switch st.Comm {
+		case "kube-apiserver":
+			p.apiserver += d
+			seen++
+		case "etcd":
+			p.etcd += d
+			seen++
+		}
+	}
+	if seen != 2 {
+		return planeCPU{}, fmt.Errorf("found %d kube-apiserver and etcd processes started by this test, want 2", seen)
+	}
+	return p, nil
+}
+
+// planeCPUNow is controlPlaneCPU for the test's goroutine.
+func planeCPUNow(tb testing.TB) planeCPU {
+	tb.Helper()
+	p, err := controlPlaneCPU()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p
 }
 
 // userSeq numbers the controller users, one per run.
@@ -164,6 +226,17 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 		r.profile = sc.profile
 		waitProfile = p.cpuProfile(tb, sc.profileFor, sc.profile)
 	}
+	planeAtCreate := planeCPUNow(tb)
+	// The control plane's CPU when the (last) schedule falls due, read on
+	// time by a timer.
+	planeAtSchedule := make(chan planeCPU, 1)
+	var planeErr error
+	schedTimer := time.AfterFunc(time.Until(last), func() {
+		var p planeCPU
+		p, planeErr = controlPlaneCPU()
+		planeAtSchedule <- p
+	})
+	defer schedTimer.Stop()
 	createPaced(tb, pl.admin, ats, sc.pace)
 	r.created = time.Since(createStart)
 	r.ahead = first.Sub(createStart.Add(r.created))
@@ -174,6 +247,17 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	r.allDone = lastDone.Sub(last)
 	tail.waitQuiet(tb, lastDone, quietPeriod, time.Minute)
 	lifecycleEnd := time.Now()
+	planeAtEnd := planeCPUNow(tb)
+	r.planeLifecycle = planeAtEnd.sub(planeAtCreate)
+	select {
+	case at := <-planeAtSchedule:
+		if planeErr != nil {
+			tb.Fatal(planeErr)
+		}
+		r.planeAfterSchedule = planeAtEnd.sub(at)
+	default:
+		tb.Errorf("%s, %s: every At DONE before its schedule's timer fired", k, sc)
+	}
 	r.reconcilesLifecycle = p.reconciles(tb)
 	r.cpu = p.metric(tb, "process_cpu_seconds_total", nil)
 	if r.reconcilesLifecycle > 0 {
@@ -505,6 +589,8 @@ func serverTime(reqs []bench.AuditRequest) bench.Distribution {
 	return bench.Summarize(d)
 }
 
+func tenthMillis(seconds float64) string { return strconv.FormatFloat(seconds*1000, 'f', 1, 64) + " ms" }
+
 func seconds(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " s" }
 
 // table renders one pair side by side.
@@ -535,6 +621,9 @@ func (p pair) table() *bench.Table {
 	t.Add("Pod create received − schedule, max", sec(c.podLag.Max), sec(o.podLag.Max), bench.Millis)
 	t.Add("API server time per accepted write (audit stage − receipt), p50", sec(serverTime(c.lifecycle).P50), sec(serverTime(o.lifecycle).P50), bench.Millis)
 	t.Add("API server time per accepted write, p99", sec(serverTime(c.lifecycle).P99), sec(serverTime(o.lifecycle).P99), bench.Millis)
+	t.Add("kube-apiserver CPU time per At, created → DONE", sec(c.planeLifecycle.apiserver)/n, sec(o.planeLifecycle.apiserver)/n, tenthMillis)
+	t.Add("etcd CPU time per At, created → DONE", sec(c.planeLifecycle.etcd)/n, sec(o.planeLifecycle.etcd)/n, tenthMillis)
+	t.Add("kube-apiserver CPU time per At, (last) schedule → all DONE", sec(c.planeAfterSchedule.apiserver)/n, sec(o.planeAfterSchedule.apiserver)/n, tenthMillis)
 	t.Add("mean reconcile duration, created → DONE", c.reconcileTime, o.reconcileTime, bench.Millis)
 	t.Add("CPU time of the process, start → all DONE", c.cpu, o.cpu, seconds)
 	t.Add("reads that waited for the cache to catch up with the process's own write, per At", c.staleReads/n, o.staleReads/n, nil)

@@ -352,3 +352,52 @@ func FuzzSumMetric(f *testing.F) {
 		}
 	})
 }
+
+func TestParseProcStat(t *testing.T) {
+	const apiserver = "4242 (kube-apiserver) S 4200 4242 4200 0 -1 4194560 91011 0 12 0 1530 412 0 0 20 0 17 0 123456 1234567890 45678 18446744073709551615"
+	for _, tt := range []struct {
+		name string
+		line string
+		want bench.ProcStat
+		err  bool
+	}{
+		{"kube-apiserver", apiserver, bench.ProcStat{Comm: "kube-apiserver", PPID: 4200, CPUTicks: 1942}, false},
+		{"name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 5 6 7", bench.ProcStat{Comm: "a (b) c", PPID: 1, CPUTicks: 7}, false},
+		{"no name", "7 etcd R 1 7 7 0 -1 0 0 0 0 0 3 4", bench.ProcStat{}, true},
+		{"truncated", "7 (etcd) R 1 7 7 0 -1 0 0 0 0 0 3", bench.ProcStat{}, true},
+		{"ppid not a number", "7 (etcd) R x 7 7 0 -1 0 0 0 0 0 3 4", bench.ProcStat{}, true},
+		{"negative utime", "7 (etcd) R 1 7 7 0 -1 0 0 0 0 0 -3 4", bench.ProcStat{}, true},
+		{"empty", "", bench.ProcStat{}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := bench.ParseProcStat(tt.line)
+			if (err != nil) != tt.err {
+				t.Fatalf("ParseProcStat error = %v, want an error: %v", err, tt.err)
+			}
+			if err != nil && !errors.Is(err, bench.ErrMalformedProcStat) {
+				t.Errorf("error %v does not wrap ErrMalformedProcStat", err)
+			}
+			if got != tt.want {
+				t.Errorf("ParseProcStat = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+func FuzzParseProcStat(f *testing.F) {
+	f.Add("4242 (kube-apiserver) S 4200 4242 4200 0 -1 4194560 91011 0 12 0 1530 412 0 0 20 0 17")
+	f.Add("7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4")
+	f.Add("7 () R")
+	f.Fuzz(func(t *testing.T, line string) {
+		st, err := bench.ParseProcStat(line)
+		if err != nil {
+			if !errors.Is(err, bench.ErrMalformedProcStat) {
+				t.Fatalf("error %v does not wrap ErrMalformedProcStat", err)
+			}
+			return
+		}
+		if !strings.Contains(line, "("+st.Comm+")") {
+			t.Fatalf("command name %q is not the text between parentheses of %q", st.Comm, line)
+		}
+	})
+}
