@@ -589,7 +589,9 @@ func serverTime(reqs []bench.AuditRequest) bench.Distribution {
 	return bench.Summarize(d)
 }
 
-func tenthMillis(seconds float64) string { return strconv.FormatFloat(seconds*1000, 'f', 1, 64) + " ms" }
+func tenthMillis(seconds float64) string {
+	return strconv.FormatFloat(seconds*1000, 'f', 1, 64) + " ms"
+}
 
 func seconds(v float64) string { return strconv.FormatFloat(v, 'f', 2, 64) + " s" }
 
