@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,6 +44,10 @@ func (v *ints) Set(s string) error {
 	return nil
 }
 
+// packageBenchmarks are the packages whose benchmarks `make bench` runs
+// beside the At's, as the Makefile passes them to go test.
+const packageBenchmarks = "./reconcile/ ./freshness/ ./status/"
+
 var (
 	benchSizes   = ints{20}
 	benchWorkers = ints{4, 1}
@@ -51,7 +58,7 @@ var (
 	cpuProfiles  = flag.String("at.cpuprofile", "", "directory for a CPU profile of each controller process during the first one-instant scenario")
 	cpuFor       = flag.Duration("at.cpuprofile.for", 30*time.Second, "how long each CPU profile lasts, from the start of creation")
 	reportPath   = flag.String("at.report", "", "write the report (markdown) to this file")
-	diffBench    = flag.String("at.diffbench", "", "`go test -bench` output of package reconcile to fold into the report")
+	diffBench    = flag.String("at.diffbench", "", "`go test -bench` output of the library's packages (see packageBenchmarks) to fold into the report")
 	commandLine  = flag.String("at.command", "make bench", "the command to quote in the report")
 )
 
@@ -115,10 +122,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	fmt.Fprintf(&r, "# Benchmarks\n\n")
 	fmt.Fprintf(&r, "Measured %s by `%s` (the `bench` target of the Makefile), on a real kube-apiserver and etcd (envtest).\n", started.Format("2006-01-02 15:04 UTC"), *commandLine)
 	fmt.Fprintf(&r, "Regenerate with the same command; the figures below are the last run's, not targets. It runs:\n\n")
-	fmt.Fprintf(&r, "```sh\ngo test -run '^$' -bench . -benchmem ./reconcile/ > reconcile.bench\n"+
+	fmt.Fprintf(&r, "```sh\ngo test -run '^$' -bench . -benchmem "+packageBenchmarks+" > packages.bench\n"+
 		"go test -run '^$' -bench BenchmarkAtVsClassic -benchtime=1x -timeout 120m ./examples/at/bench/ \\\n"+
 		"  -args -at.n=%s -at.workers=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.pace=%s \\\n"+
-		"  -at.report=BENCHMARKS.md -at.diffbench=reconcile.bench",
+		"  -at.report=BENCHMARKS.md -at.diffbench=packages.bench",
 		(*ints)(&pn.sizes), (*ints)(&pn.workers), pn.spread, pn.spreadN, pn.unrelated, pn.pace)
 	if pn.profiles != "" {
 		fmt.Fprintf(&r, " -at.cpuprofile=%s -at.cpuprofile.for=%s", pn.profiles, pn.profileFor)
@@ -153,11 +160,14 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 		r.WriteString(p.table().Markdown())
 	}
 	if len(diff) > 0 {
-		fmt.Fprintf(&r, "\n## The diff engine (package reconcile)\n\n")
-		fmt.Fprintf(&r, "`go test -run '^$' -bench . -benchmem ./reconcile/`, in the same run. The object is a Deployment as\n"+
-			"the API server returns it (defaulted), compared with the desired one; ratio is ns/op against `reconcile.Diff`\n"+
-			"of the same benchmark.\n\n")
-		r.WriteString(diffTable(diff))
+		fmt.Fprintf(&r, "\n## The packages (reconcile, freshness, status)\n\n")
+		fmt.Fprintf(&r, "`go test -run '^$' -bench . -benchmem %s`, in the same run; the benchmarks that talk to an API\n"+
+			"server use envtest. reconcile: a Deployment as the API server returns it (defaulted) compared with the\n"+
+			"desired one, and Ensure's requests per converged call; freshness: a read through the guard against a plain\n"+
+			"client, and the tracker's memory per remembered write; status: the writer's no-op and encoding against what\n"+
+			"a user would write by hand. The ratio is ns/op against the baseline of the same benchmark (`reconcile.Diff`,\n"+
+			"`plain`, `whole-object` or `baseline-…`).\n\n", packageBenchmarks)
+		r.WriteString(packageTable(diff))
 	}
 	fmt.Fprintf(&r, "\n## Reliability\n\n")
 	fmt.Fprintf(&r, "The tests in [examples/at/bench](examples/at/bench) (`go test -race ./examples/at/bench/`, part of `make test`):\n\n")
@@ -359,28 +369,62 @@ var reliabilityTests = []string{
 	"`TestAStaleCachedAtDoesNotLoseItsPodsCompletion`: a reconcile that reads a stale PENDING At after its Pod finished must not leave it RUNNING for good.",
 }
 
-// diffTable renders go test -bench results with each benchmark's
-// sub-benchmarks compared with its reconcile.Diff.
-func diffTable(results []bench.GoBench) string {
+// packageTable renders go test -bench results of the library's packages,
+// each benchmark's sub-benchmarks compared with its baseline (see
+// isBaseline), custom units (requests/op, B/entry) in a column of their own.
+func packageTable(results []bench.GoBench) string {
 	var b strings.Builder
-	b.WriteString("| benchmark | ns/op | B/op | allocs/op | ns/op ratio to reconcile.Diff |\n|---|---:|---:|---:|---:|\n")
-	ref := map[string]float64{}
+	b.WriteString("| package | benchmark | ns/op | B/op | allocs/op | other units | ns/op ratio to the baseline |\n|---|---|---:|---:|---:|---|---:|\n")
+	type group struct{ pkg, parent string }
+	ref := map[group]float64{}
 	for _, r := range results {
-		parent, sub, _ := strings.Cut(r.Name, "/")
-		if sub == "reconcile.Diff" {
-			ref[parent] = r.Metrics["ns/op"]
+		parent, sub := splitLast(r.Name)
+		if g := (group{r.Package, parent}); isBaseline(sub) {
+			if _, ok := ref[g]; !ok {
+				ref[g] = r.Metrics["ns/op"]
+			}
 		}
 	}
 	for _, r := range results {
-		parent, _, _ := strings.Cut(r.Name, "/")
+		parent, _ := splitLast(r.Name)
 		ratio := "–"
-		if base, ok := ref[parent]; ok {
+		if base, ok := ref[group{r.Package, parent}]; ok && r.Metrics["ns/op"] > 0 {
 			ratio = bench.Ratio(r.Metrics["ns/op"], base)
 		}
-		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | %s |\n", r.Name, bench.Number(r.Metrics["ns/op"]),
-			bench.Number(r.Metrics["B/op"]), bench.Number(r.Metrics["allocs/op"]), ratio)
+		var other []string
+		for _, unit := range slices.Sorted(maps.Keys(r.Metrics)) {
+			if unit != "ns/op" && unit != "B/op" && unit != "allocs/op" {
+				other = append(other, bench.Number(r.Metrics[unit])+" "+unit)
+			}
+		}
+		value := func(unit string) string {
+			if v, ok := r.Metrics[unit]; ok {
+				return bench.Number(v)
+			}
+			return "–"
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %s | %s | %s | %s | %s |\n", path.Base(r.Package), r.Name, value("ns/op"),
+			value("B/op"), value("allocs/op"), strings.Join(other, ", "), ratio)
 	}
 	return b.String()
+}
+
+// splitLast splits a benchmark name at its last "/": the group and the
+// sub-benchmark.
+func splitLast(name string) (parent, sub string) {
+	i := strings.LastIndexByte(name, '/')
+	if i < 0 {
+		return name, ""
+	}
+	return name[:i], name[i+1:]
+}
+
+// isBaseline names the sub-benchmarks the others of their group are
+// compared with: what a user would write without the library (a plain
+// client, controller-runtime's MergeFrom, a deep copy, the whole object
+// encoded) or, for the diff engine, reconcile.Diff itself.
+func isBaseline(sub string) bool {
+	return sub == "reconcile.Diff" || sub == "plain" || sub == "whole-object" || strings.HasPrefix(sub, "baseline")
 }
 
 // vcsRevision is the commit checked out in the repository, from git; test

@@ -110,6 +110,9 @@ func MiB(bytes float64) string {
 
 // GoBench is one result line of `go test -bench` output.
 type GoBench struct {
+	// Package is the import path of the package it ran in (from the "pkg:"
+	// line before it; empty when there was none).
+	Package string
 	// Name is the benchmark's name without the -GOMAXPROCS suffix
 	// ("BenchmarkCompareEqual/typed").
 	Name string
@@ -124,15 +127,21 @@ type GoBench struct {
 // line that starts like a benchmark result but is not one.
 var ErrMalformedBench = errors.New("bench: malformed benchmark line")
 
-// ParseGoBench reads `go test -bench` output and returns its result lines in
-// order; other lines (goos, pkg, PASS, logs) are skipped. A result line
+// ParseGoBench reads `go test -bench` output, of one package or several, and
+// returns its result lines in order, each with the package of the last
+// "pkg:" line; other lines (goos, PASS, logs) are skipped. A result line
 // whose values cannot be read gives an error wrapping [ErrMalformedBench]
 // that names the line.
 func ParseGoBench(r io.Reader) ([]GoBench, error) {
 	var out []GoBench
+	var pkg string
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for n := 1; sc.Scan(); n++ {
+		if p, ok := strings.CutPrefix(sc.Text(), "pkg: "); ok {
+			pkg = strings.TrimSpace(p)
+			continue
+		}
 		fields := strings.Fields(sc.Text())
 		if len(fields) < 2 || !strings.HasPrefix(fields[0], "Benchmark") {
 			continue
@@ -144,7 +153,7 @@ func ParseGoBench(r io.Reader) ([]GoBench, error) {
 		if len(fields)%2 != 0 || len(fields) < 4 {
 			return nil, fmt.Errorf("%w: line %d: %q: want name, iterations and value/unit pairs", ErrMalformedBench, n, sc.Text())
 		}
-		res := GoBench{Name: trimProcs(fields[0]), Iterations: iters, Metrics: map[string]float64{}}
+		res := GoBench{Package: pkg, Name: trimProcs(fields[0]), Iterations: iters, Metrics: map[string]float64{}}
 		for i := 2; i < len(fields); i += 2 {
 			v, err := strconv.ParseFloat(fields[i], 64)
 			if err != nil || math.IsNaN(v) {

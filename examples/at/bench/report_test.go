@@ -109,18 +109,31 @@ BenchmarkCustom 10 3.5 writes/At
 BenchmarkLogLine is not a result
 PASS
 ok  	github.com/reconcilekit/reconcilekit/reconcile	12.3s
+pkg: github.com/reconcilekit/reconcilekit/freshness
+BenchmarkGet/get/plain-2   	  224664	      4467 ns/op	    2240 B/op	      32 allocs/op
+BenchmarkGet/get/guarded-2 	  257103	      4914 ns/op	    2240 B/op	      32 allocs/op
+BenchmarkTrackerMemory-2 187 6103850 ns/op 349.4 B/entry 6026909 B/op 50083 allocs/op
+PASS
 `
 
-func TestParseGoBenchReadsResultLinesOnly(t *testing.T) {
+const (
+	reconcilePkg = "github.com/reconcilekit/reconcilekit/reconcile"
+	freshnessPkg = "github.com/reconcilekit/reconcilekit/freshness"
+)
+
+func TestParseGoBenchReadsResultLinesOnlyWithTheirPackage(t *testing.T) {
 	got, err := bench.ParseGoBench(strings.NewReader(sampleBench))
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := []bench.GoBench{
-		{Name: "BenchmarkCompareEqual", Iterations: 12345, Metrics: map[string]float64{"ns/op": 95012, "B/op": 40123, "allocs/op": 812}},
-		{Name: "BenchmarkCompareChangedImage/reconcile.Diff", Iterations: 9000, Metrics: map[string]float64{"ns/op": 120000, "B/op": 50000, "allocs/op": 900}},
-		{Name: "BenchmarkCompareChangedImage/reflect.DeepEqual", Iterations: 100000, Metrics: map[string]float64{"ns/op": 10500.5, "B/op": 0, "allocs/op": 0}},
-		{Name: "BenchmarkCustom", Iterations: 10, Metrics: map[string]float64{"writes/At": 3.5}},
+		{Package: reconcilePkg, Name: "BenchmarkCompareEqual", Iterations: 12345, Metrics: map[string]float64{"ns/op": 95012, "B/op": 40123, "allocs/op": 812}},
+		{Package: reconcilePkg, Name: "BenchmarkCompareChangedImage/reconcile.Diff", Iterations: 9000, Metrics: map[string]float64{"ns/op": 120000, "B/op": 50000, "allocs/op": 900}},
+		{Package: reconcilePkg, Name: "BenchmarkCompareChangedImage/reflect.DeepEqual", Iterations: 100000, Metrics: map[string]float64{"ns/op": 10500.5, "B/op": 0, "allocs/op": 0}},
+		{Package: reconcilePkg, Name: "BenchmarkCustom", Iterations: 10, Metrics: map[string]float64{"writes/At": 3.5}},
+		{Package: freshnessPkg, Name: "BenchmarkGet/get/plain", Iterations: 224664, Metrics: map[string]float64{"ns/op": 4467, "B/op": 2240, "allocs/op": 32}},
+		{Package: freshnessPkg, Name: "BenchmarkGet/get/guarded", Iterations: 257103, Metrics: map[string]float64{"ns/op": 4914, "B/op": 2240, "allocs/op": 32}},
+		{Package: freshnessPkg, Name: "BenchmarkTrackerMemory", Iterations: 187, Metrics: map[string]float64{"ns/op": 6103850, "B/entry": 349.4, "B/op": 6026909, "allocs/op": 50083}},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("ParseGoBench (-want +got):\n%s", diff)
