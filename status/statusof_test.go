@@ -2,6 +2,7 @@ package status
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -120,6 +121,53 @@ func TestStatusOfEncodesOnlyTheStatusAsTheWholeObjectWould(t *testing.T) {
 			}
 			if _, ok := statusValue(tc.obj); ok != tc.shortcut {
 				t.Errorf("statusValue took the shortcut: %v, want %v", ok, tc.shortcut)
+			}
+		})
+	}
+}
+
+// TestStatusFieldIsTheOneEncodingJSONWrites covers the field lookup on
+// struct types the compiler's vet would not let a test declare (two fields
+// tagged "status"), built with reflect.StructOf, and each naming rule.
+func TestStatusFieldIsTheOneEncodingJSONWrites(t *testing.T) {
+	str := reflect.TypeFor[string]()
+	field := func(name, tag string) reflect.StructField {
+		return reflect.StructField{Name: name, Type: str, Tag: reflect.StructTag(tag)}
+	}
+	for _, tc := range []struct {
+		name    string
+		fields  []reflect.StructField
+		index   int
+		opts    string
+		encoded bool // whether encoding/json writes a "status" key
+	}{
+		{"tagged", []reflect.StructField{field("Spec", `json:"spec"`), field("Observed", `json:"status,omitempty"`)}, 1, "omitempty", true},
+		{"untagged, written as \"Status\"", []reflect.StructField{field("Status", "")}, -1, "", false},
+		{"tagged without a name", []reflect.StructField{field("Status", `json:",omitempty"`)}, -1, "", false},
+		{"Go name Status tagged otherwise", []reflect.StructField{field("Status", `json:"state"`)}, -1, "", false},
+		{"skipped with a dash", []reflect.StructField{field("Status", `json:"-"`)}, -1, "", false},
+		{"two tagged status", []reflect.StructField{field("A", `json:"status"`), field("B", `json:"status"`)}, -1, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			typ := reflect.StructOf(tc.fields)
+			i, opts, ok := statusField(typ)
+			if ok != (tc.index >= 0) || (ok && (i != tc.index || opts != tc.opts)) {
+				t.Errorf("statusField = %d, %q, %v; want %d, %q", i, opts, ok, tc.index, tc.opts)
+			}
+			v := reflect.New(typ).Elem()
+			for j := range v.NumField() {
+				v.Field(j).SetString("x")
+			}
+			b, err := json.Marshal(v.Interface())
+			if err != nil {
+				t.Fatal(err)
+			}
+			var m map[string]any
+			if err := json.Unmarshal(b, &m); err != nil {
+				t.Fatal(err)
+			}
+			if _, has := m["status"]; has != tc.encoded || ok != tc.encoded {
+				t.Errorf("encoding/json wrote status: %v (%s); statusField found it: %v", has, b, ok)
 			}
 		})
 	}

@@ -198,26 +198,39 @@ func statusValue(obj client.Object) (any, bool) {
 		return nil, false
 	}
 	v = v.Elem()
-	t := v.Type()
+	i, opts, ok := statusField(v.Type())
+	if !ok {
+		return nil, false
+	}
+	if fv := v.Field(i); !omitted(fv, opts) {
+		return fv.Interface(), true
+	}
+	return nil, true
+}
+
+// statusField returns the index and the json tag options of the top-level
+// field of struct type t that encoding/json writes as "status"; false when
+// there is none, or two (encoding/json then writes neither).
+func statusField(t reflect.Type) (index int, opts string, ok bool) {
+	index = -1
 	for i := range t.NumField() {
 		f := t.Field(i)
 		if !f.IsExported() || f.Anonymous {
 			continue
 		}
-		name, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, o, _ := strings.Cut(f.Tag.Get("json"), ",")
 		if name == "" {
 			name = f.Name
 		}
 		if name != "status" {
 			continue
 		}
-		fv := v.Field(i)
-		if omitted(fv, opts) {
-			return nil, true
+		if index >= 0 {
+			return 0, "", false
 		}
-		return fv.Interface(), true
+		index, opts = i, o
 	}
-	return nil, false
+	return index, opts, index >= 0
 }
 
 var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
