@@ -37,9 +37,9 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # process with its own user on one audited envtest API server: every size of
 # BENCH_ATS at one instant with every number of BENCH_WORKERS (both
 # controllers alike), the first size again with BENCH_UNRELATED Pods that no
-# At owns, and the first size spread over BENCH_SPREAD; with the diff
-# engine's micro-benchmarks folded in. Prints the tables and writes
-# BENCHMARKS.md. Takes about half an hour on 2 cores; not part of make test,
+# At owns, and the first size spread over BENCH_SPREAD; with the benchmarks
+# of reconcile, freshness and status folded in. Prints the tables and writes
+# BENCHMARKS.md. Takes about 20 minutes on 2 cores; not part of make test,
 # which runs the same harness at 20 Ats. BENCH_PROFILE=dir also writes a CPU
 # profile of each controller process during the first scenario.
 BENCH_ATS ?= 1000,5000

@@ -47,18 +47,55 @@ type (
 		metav1.ObjectMeta `json:"metadata,omitempty"`
 		Status            innerStatus `json:"status"`
 	}
+	// ptrMarshaled encodes itself, with a pointer receiver.
+	ptrMarshaled       struct{ Phase string }
+	ptrMarshaledStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            ptrMarshaled `json:"status"`
+	}
+	// ptrZeroer says it is zero, with a pointer receiver, when its phase
+	// is "none".
+	ptrZeroer struct {
+		Phase string `json:"phase"`
+	}
+	ptrZeroerStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            ptrZeroer `json:"status,omitzero"`
+	}
+	stringStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		Status            string `json:"status"`
+	}
+	embeddedStatus struct {
+		metav1.TypeMeta   `json:",inline"`
+		metav1.ObjectMeta `json:"metadata,omitempty"`
+		innerStatus       `json:"status"`
+	}
 	noStatus struct {
 		metav1.TypeMeta   `json:",inline"`
 		metav1.ObjectMeta `json:"metadata,omitempty"`
 	}
 )
 
-func (o *pointerStatus) DeepCopyObject() runtime.Object  { c := *o; return &c }
-func (o *omitzeroStatus) DeepCopyObject() runtime.Object { c := *o; return &c }
-func (o *mapStatus) DeepCopyObject() runtime.Object      { c := *o; return &c }
-func (o *renamedStatus) DeepCopyObject() runtime.Object  { c := *o; return &c }
-func (o *selfEncoding) DeepCopyObject() runtime.Object   { c := *o; return &c }
-func (o *noStatus) DeepCopyObject() runtime.Object       { c := *o; return &c }
+func (o *pointerStatus) DeepCopyObject() runtime.Object      { c := *o; return &c }
+func (o *omitzeroStatus) DeepCopyObject() runtime.Object     { c := *o; return &c }
+func (o *mapStatus) DeepCopyObject() runtime.Object          { c := *o; return &c }
+func (o *renamedStatus) DeepCopyObject() runtime.Object      { c := *o; return &c }
+func (o *selfEncoding) DeepCopyObject() runtime.Object       { c := *o; return &c }
+func (o *noStatus) DeepCopyObject() runtime.Object           { c := *o; return &c }
+func (o *ptrMarshaledStatus) DeepCopyObject() runtime.Object { c := *o; return &c }
+func (o *ptrZeroerStatus) DeepCopyObject() runtime.Object    { c := *o; return &c }
+func (o *stringStatus) DeepCopyObject() runtime.Object       { c := *o; return &c }
+func (o *embeddedStatus) DeepCopyObject() runtime.Object     { c := *o; return &c }
+
+func (p *ptrMarshaled) MarshalJSON() ([]byte, error) {
+	return json.Marshal(map[string]string{"PHASE": p.Phase})
+}
+
+func (z *ptrZeroer) IsZero() bool { return z.Phase == "none" }
 
 // MarshalJSON writes the status under "status" in upper case, which only
 // encoding the whole object shows.
@@ -102,6 +139,12 @@ func TestStatusOfEncodesOnlyTheStatusAsTheWholeObjectWould(t *testing.T) {
 			Observed: innerStatus{Phase: "yes"}}, true, false},
 		{"type encodes itself", &selfEncoding{ObjectMeta: meta, Status: innerStatus{Phase: "P"}}, false, false},
 		{"no status field", &noStatus{ObjectMeta: meta}, false, true},
+		{"status encodes itself with a pointer receiver", &ptrMarshaledStatus{ObjectMeta: meta, Status: ptrMarshaled{Phase: "P"}}, true, false},
+		{"omitzero with a pointer-receiver IsZero, zero", &ptrZeroerStatus{ObjectMeta: meta, Status: ptrZeroer{Phase: "none"}}, true, true},
+		{"omitzero with a pointer-receiver IsZero, set", &ptrZeroerStatus{ObjectMeta: meta, Status: ptrZeroer{Phase: "P"}}, true, false},
+		{"status is a string", &stringStatus{ObjectMeta: meta, Status: "fine"}, true, true},
+		{"unstructured status is a string", &unstructured.Unstructured{Object: map[string]any{"kind": "U", "status": "fine"}}, true, true},
+		{"embedded field tagged status", &embeddedStatus{ObjectMeta: meta, innerStatus: innerStatus{Phase: "P"}}, false, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			whole, err := toJSONMap(tc.obj)

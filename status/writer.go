@@ -1,7 +1,9 @@
 package status
 
 import (
+	"bytes"
 	"context"
+	"encoding"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -167,15 +169,16 @@ func (s *Snapshot) edits() (e edits, before, after map[string]any, err error) {
 	return diffEdits(before, after), before, after, nil
 }
 
-// statusOf returns the JSON form of obj's status: only the status is
-// encoded when it can be found (the object's managedFields, spec and the
-// rest can be many times its size), else the whole object.
+// statusOf returns the JSON form of obj's status, nil when it is not a JSON
+// object: only the status is encoded when encoding/json's rules say which
+// field it is (the object's managedFields, spec and the rest can be many
+// times its size), else the whole object.
 func statusOf(obj client.Object) (map[string]any, error) {
 	var m map[string]any
 	v, ok := statusValue(obj)
 	var err error
 	if ok {
-		m, err = toJSONMap(v)
+		m, err = jsonObject(v)
 	} else if m, err = toJSONMap(obj); err == nil {
 		m, _ = m["status"].(map[string]any)
 	}
@@ -185,16 +188,32 @@ func statusOf(obj client.Object) (map[string]any, error) {
 	return m, nil
 }
 
-// statusValue returns the value that encoding/json writes as obj's "status"
-// field (nil when it leaves the field out), and false when it cannot tell:
-// the type encodes itself, or has no top-level field named "status".
+// jsonObject returns the JSON form of v as a map, or nil when it is not a
+// JSON object (null, a string, a list).
+func jsonObject(v any) (map[string]any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '{' {
+		return nil, nil
+	}
+	d := json.NewDecoder(bytes.NewReader(b))
+	d.UseNumber()
+	var m map[string]any
+	return m, d.Decode(&m)
+}
+
+// statusValue returns what encoding/json writes as obj's "status" field
+// (nil when it leaves the field out), and false when it cannot tell: the
+// type encodes itself, or has no single top-level field named "status".
 func statusValue(obj client.Object) (any, bool) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
 		return u.Object["status"], true
 	}
 	v := reflect.ValueOf(obj)
 	if v.Kind() != reflect.Pointer || v.IsNil() || v.Elem().Kind() != reflect.Struct ||
-		v.Type().Implements(jsonMarshaler) || v.Elem().Type().Implements(jsonMarshaler) {
+		v.Type().Implements(jsonMarshaler) || v.Type().Implements(textMarshaler) {
 		return nil, false
 	}
 	v = v.Elem()
@@ -202,23 +221,37 @@ func statusValue(obj client.Object) (any, bool) {
 	if !ok {
 		return nil, false
 	}
-	if fv := v.Field(i); !omitted(fv, opts) {
-		return fv.Interface(), true
+	fv := v.Field(i)
+	if omitted(fv, opts) {
+		return nil, true
 	}
-	return nil, true
+	// Through its address, as when the whole object is encoded: methods
+	// with a pointer receiver (MarshalJSON, MarshalText) count.
+	return fv.Addr().Interface(), true
 }
 
 // statusField returns the index and the json tag options of the top-level
 // field of struct type t that encoding/json writes as "status"; false when
-// there is none, or two (encoding/json then writes neither).
+// there is none, two (encoding/json then writes neither), or an embedded
+// field tagged "status" (left to encoding the whole object).
 func statusField(t reflect.Type) (index int, opts string, ok bool) {
 	index = -1
 	for i := range t.NumField() {
 		f := t.Field(i)
-		if !f.IsExported() || f.Anonymous {
+		tag := f.Tag.Get("json")
+		if tag == "-" {
 			continue
 		}
-		name, o, _ := strings.Cut(f.Tag.Get("json"), ",")
+		name, o, _ := strings.Cut(tag, ",")
+		if f.Anonymous {
+			if name == "status" {
+				return 0, "", false
+			}
+			continue // its fields are promoted, below any top-level one
+		}
+		if !f.IsExported() {
+			continue
+		}
 		if name == "" {
 			name = f.Name
 		}
@@ -233,35 +266,52 @@ func statusField(t reflect.Type) (index int, opts string, ok bool) {
 	return index, opts, index >= 0
 }
 
-var jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+var (
+	jsonMarshaler = reflect.TypeFor[json.Marshaler]()
+	textMarshaler = reflect.TypeFor[encoding.TextMarshaler]()
+	zeroer        = reflect.TypeFor[interface{ IsZero() bool }]()
+)
 
-// omitted reports whether encoding/json leaves out a field with the tag
-// options opts and the value v.
+// omitted reports whether encoding/json leaves out a struct field with the
+// tag options opts and the addressable value v.
 func omitted(v reflect.Value, opts string) bool {
 	for o := range strings.SplitSeq(opts, ",") {
-		switch o {
-		case "omitzero":
-			if z, ok := v.Interface().(interface{ IsZero() bool }); ok && !(v.Kind() == reflect.Pointer && v.IsNil()) {
-				if z.IsZero() {
-					return true
-				}
-			} else if v.IsZero() {
-				return true
-			}
-		case "omitempty":
-			switch v.Kind() {
-			case reflect.Pointer, reflect.Interface:
-				if v.IsNil() {
-					return true
-				}
-			case reflect.Map, reflect.Slice, reflect.String, reflect.Array:
-				if v.Len() == 0 {
-					return true
-				}
-			}
+		if (o == "omitempty" && isEmpty(v)) || (o == "omitzero" && isZero(v)) {
+			return true
 		}
 	}
 	return false
+}
+
+// isEmpty is encoding/json's omitempty test.
+func isEmpty(v reflect.Value) bool {
+	switch v.Kind() {
+	case reflect.Array, reflect.Map, reflect.Slice, reflect.String:
+		return v.Len() == 0
+	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr,
+		reflect.Float32, reflect.Float64, reflect.Interface, reflect.Pointer:
+		return v.IsZero()
+	}
+	return false
+}
+
+// isZero is encoding/json's omitzero test: the field type's IsZero method
+// when it has one, else the zero value.
+func isZero(v reflect.Value) bool {
+	t := v.Type()
+	call := func(v reflect.Value) bool { return v.Interface().(interface{ IsZero() bool }).IsZero() }
+	switch {
+	case t.Kind() == reflect.Interface && t.Implements(zeroer):
+		return v.IsNil() || (v.Elem().Kind() == reflect.Pointer && v.Elem().IsNil()) || call(v)
+	case t.Kind() == reflect.Pointer && t.Implements(zeroer):
+		return v.IsNil() || call(v)
+	case t.Implements(zeroer):
+		return call(v)
+	case reflect.PointerTo(t).Implements(zeroer):
+		return call(v.Addr())
+	}
+	return v.IsZero()
 }
 
 // Write sends the status changes made to the object since the snapshot to

@@ -20,7 +20,8 @@
 // The exported part is what the report needs and nothing else: the parsers
 // of what the harness reads ([ParseAuditLine] and [ReadAudit] for the audit
 // log, with [AuditRequest.Class] sorting requests by what sent them;
-// [ParseProcStatus] for /proc/<pid>/status; [SumMetric] for a metrics
+// [ParseProcStatus] for /proc/<pid>/status, [ParseProcStat] for
+// /proc/<pid>/stat (the control plane's CPU); [SumMetric] for a metrics
 // endpoint), and the arithmetic of the report: [Summarize] turns samples
 // into a [Distribution] (p50, p99, max), [Table] prints a side-by-side
 // markdown table with the ratio of the two columns, and [ParseGoBench] reads

@@ -2,6 +2,8 @@ package bench_test
 
 import (
 	"errors"
+	"fmt"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -254,136 +256,6 @@ func TestParseProcStatus(t *testing.T) {
 	}
 }
 
-func FuzzParseProcStatus(f *testing.F) {
-	f.Add(procStatus)
-	f.Add("VmHWM: 1 kB\nVmRSS: 0 kB\n")
-	f.Add("VmHWM:\t18014398509481983 kB\nVmRSS:\t1 kB\n")
-	f.Fuzz(func(t *testing.T, status string) {
-		m, err := bench.ParseProcStatus(strings.NewReader(status))
-		if err != nil {
-			if !errors.Is(err, bench.ErrMalformedProcStatus) && !strings.Contains(err.Error(), "reading") {
-				t.Fatalf("error %v does not wrap ErrMalformedProcStatus", err)
-			}
-			return
-		}
-		if m.RSS%1024 != 0 || m.HWM%1024 != 0 {
-			t.Fatalf("%+v: not whole kB", m)
-		}
-	})
-}
-
-const metricsText = `# HELP controller_runtime_reconcile_total Total number of reconciliations per controller
-# TYPE controller_runtime_reconcile_total counter
-controller_runtime_reconcile_total{controller="at",result="error"} 2
-controller_runtime_reconcile_total{controller="at",result="requeue_after"} 1000
-controller_runtime_reconcile_total{controller="at",result="success"} 2000
-controller_runtime_reconcile_total{controller="classic-at",result="success"} 7
-controller_runtime_reconcile_total_extra{controller="at"} 99
-leader_election_master_status{name="at.cnat.reconcilekit.dev"} 1
-process_resident_memory_bytes 7.4121216e+07
-odd{ a = "x\"y\\z\n" , b="" } 3 1700000000000
-`
-
-func TestSumMetric(t *testing.T) {
-	tests := []struct {
-		name        string
-		metric      string
-		match       map[string]string
-		want        float64
-		wantSamples int
-	}{
-		{name: "every result of one controller", metric: "controller_runtime_reconcile_total", match: map[string]string{"controller": "at"}, want: 3002, wantSamples: 3},
-		{name: "one label pair", metric: "controller_runtime_reconcile_total", match: map[string]string{"controller": "at", "result": "success"}, want: 2000, wantSamples: 1},
-		{name: "every sample", metric: "controller_runtime_reconcile_total", want: 3009, wantSamples: 4},
-		{name: "absent", metric: "controller_runtime_active_workers", want: 0, wantSamples: 0},
-		{name: "no labels", metric: "process_resident_memory_bytes", want: 74121216, wantSamples: 1},
-		{name: "escapes and a timestamp", metric: "odd", match: map[string]string{"a": "x\"y\\z\n", "b": ""}, want: 3, wantSamples: 1},
-		{name: "a label that does not match", metric: "leader_election_master_status", match: map[string]string{"name": "other"}, want: 0, wantSamples: 0},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got, n, err := bench.SumMetric(strings.NewReader(metricsText), tt.metric, tt.match)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != tt.want || n != tt.wantSamples {
-				t.Errorf("SumMetric = %v over %d samples, want %v over %d", got, n, tt.want, tt.wantSamples)
-			}
-		})
-	}
-}
-
-func TestSumMetricRejectsMalformedSamples(t *testing.T) {
-	for _, line := range []string{
-		`m{a="b"}`,
-		`m{a="b"} x`,
-		`m{a="b"} NaN`,
-		`m{a=b} 1`,
-		`m{a="b} 1`,
-		`m{a="b" c="d"} 1`,
-		`m{a="\q"} 1`,
-		`m 1 2 3`,
-	} {
-		if _, _, err := bench.SumMetric(strings.NewReader(line+"\n"), "m", nil); !errors.Is(err, bench.ErrMalformedMetrics) {
-			t.Errorf("SumMetric(%q) error = %v, want ErrMalformedMetrics", line, err)
-		}
-	}
-}
-
-func FuzzSumMetric(f *testing.F) {
-	f.Add(metricsText, "controller_runtime_reconcile_total")
-	f.Add(`m{a="\\"} 1`, "m")
-	f.Fuzz(func(t *testing.T, text, name string) {
-		if name == "" {
-			return
-		}
-		sum, n, err := bench.SumMetric(strings.NewReader(text), name, nil)
-		if err != nil {
-			if !errors.Is(err, bench.ErrMalformedMetrics) && !strings.Contains(err.Error(), "reading") {
-				t.Fatalf("error %v does not wrap ErrMalformedMetrics", err)
-			}
-			return
-		}
-		if n == 0 && sum != 0 {
-			t.Fatalf("sum %v over no sample", sum)
-		}
-		if lines := strings.Count(text, "\n") + 1; n > lines {
-			t.Fatalf("%d samples in %d lines", n, lines)
-		}
-	})
-}
-
-func TestParseProcStat(t *testing.T) {
-	const apiserver = "4242 (kube-apiserver) S 4200 4242 4200 0 -1 4194560 91011 0 12 0 1530 412 0 0 20 0 17 0 123456 1234567890 45678 18446744073709551615"
-	for _, tt := range []struct {
-		name string
-		line string
-		want bench.ProcStat
-		err  bool
-	}{
-		{"kube-apiserver", apiserver, bench.ProcStat{Comm: "kube-apiserver", PPID: 4200, CPUTicks: 1942}, false},
-		{"name with spaces and parentheses", "7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4 0 0 20 0 1 0 5 6 7", bench.ProcStat{Comm: "a (b) c", PPID: 1, CPUTicks: 7}, false},
-		{"no name", "7 etcd R 1 7 7 0 -1 0 0 0 0 0 3 4", bench.ProcStat{}, true},
-		{"truncated", "7 (etcd) R 1 7 7 0 -1 0 0 0 0 0 3", bench.ProcStat{}, true},
-		{"ppid not a number", "7 (etcd) R x 7 7 0 -1 0 0 0 0 0 3 4", bench.ProcStat{}, true},
-		{"negative utime", "7 (etcd) R 1 7 7 0 -1 0 0 0 0 0 -3 4", bench.ProcStat{}, true},
-		{"empty", "", bench.ProcStat{}, true},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := bench.ParseProcStat(tt.line)
-			if (err != nil) != tt.err {
-				t.Fatalf("ParseProcStat error = %v, want an error: %v", err, tt.err)
-			}
-			if err != nil && !errors.Is(err, bench.ErrMalformedProcStat) {
-				t.Errorf("error %v does not wrap ErrMalformedProcStat", err)
-			}
-			if got != tt.want {
-				t.Errorf("ParseProcStat = %+v, want %+v", got, tt.want)
-			}
-		})
-	}
-}
-
 func FuzzParseProcStat(f *testing.F) {
 	f.Add("4242 (kube-apiserver) S 4200 4242 4200 0 -1 4194560 91011 0 12 0 1530 412 0 0 20 0 17")
 	f.Add("7 (a (b) c) R 1 7 7 0 -1 0 0 0 0 0 3 4")
@@ -396,8 +268,15 @@ func FuzzParseProcStat(f *testing.F) {
 			}
 			return
 		}
-		if !strings.Contains(line, "("+st.Comm+")") {
-			t.Fatalf("command name %q is not the text between parentheses of %q", st.Comm, line)
+		// The fields after the name are read back: a line rebuilt from
+		// what was parsed parses to the same.
+		rest := strings.Fields(line[strings.LastIndexByte(line, ')')+1:])
+		rebuilt := fmt.Sprintf("1 (%s) %s %d %s", st.Comm, rest[0], st.PPID, strings.Join(rest[2:11], " "))
+		utime, _ := strconv.ParseUint(rest[11], 10, 64)
+		rebuilt += fmt.Sprintf(" %d %d", utime, st.CPUTicks-utime)
+		again, err := bench.ParseProcStat(rebuilt)
+		if err != nil || again != st {
+			t.Fatalf("%q parsed to %+v; rebuilt as %q, it parses to %+v, %v", line, st, rebuilt, again, err)
 		}
 	})
 }

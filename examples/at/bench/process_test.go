@@ -12,6 +12,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -59,6 +61,9 @@ type plane struct {
 	admin    client.WithWatch
 	auditLog string
 	dir      string
+	// apiserverPID and etcdPID are the plane's own processes (a test
+	// binary may run other control planes beside it).
+	apiserverPID, etcdPID int
 }
 
 // startPlane starts a control plane with audit logging; it is stopped when
@@ -101,6 +106,12 @@ func startPlane(tb testing.TB) *plane {
 			tb.Errorf("stopping the audited control plane: %v", err)
 		}
 	})
+	if p.apiserverPID, err = childWith("kube-apiserver", "--audit-log-path="+p.auditLog); err != nil {
+		tb.Fatal(err)
+	}
+	if p.etcdPID, err = childWith("etcd", "--data-dir="+p.te.ControlPlane.Etcd.DataDir); err != nil {
+		tb.Fatal(err)
+	}
 	cfg.QPS, cfg.Burst = 500, 1000
 	p.cfg = cfg
 	if p.admin, err = client.NewWithWatch(cfg, client.Options{Scheme: env.Scheme}); err != nil {
@@ -108,6 +119,42 @@ func startPlane(tb testing.TB) *plane {
 	}
 	p.namespaceNamed(tb, leaseNamespace)
 	return p
+}
+
+// childWith returns the process ID of the one child of this process named
+// comm whose command line holds arg.
+func childWith(comm, arg string) (int, error) {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0, err
+	}
+	found := 0
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		st, err := bench.ParseProcStat(string(b))
+		if err != nil || st.PPID != os.Getpid() || st.Comm != comm {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
+			continue
+		}
+		if found != 0 {
+			return 0, fmt.Errorf("two %s processes with %s: %d and %d", comm, arg, found, pid)
+		}
+		found = pid
+	}
+	if found == 0 {
+		return 0, fmt.Errorf("no %s process with %s among this process's children", comm, arg)
+	}
+	return found, nil
 }
 
 // namespace creates a namespace with a generated name.

@@ -10,10 +10,12 @@ import (
 )
 
 // TestPackageTableComparesEachGroupWithItsBaselineAndKeepsCustomUnits proves
-// the report's package table: ratios against the group's baseline in the
-// same package only, custom units shown, packages named.
+// the report's package table: ratios against the named baseline of the
+// nearest group in the same package only, custom units shown, packages named.
 func TestPackageTableComparesEachGroupWithItsBaselineAndKeepsCustomUnits(t *testing.T) {
-	results, err := bench.ParseGoBench(strings.NewReader(sampleBench + `pkg: github.com/reconcilekit/reconcilekit/status
+	input := strings.Replace(sampleBench, "BenchmarkCompareChangedImage/reflect.DeepEqual-2",
+		"BenchmarkCompareChangedImage/reconcile.Diff/unstructured-2 1000 240000 ns/op 1 B/op 1 allocs/op\nBenchmarkCompareChangedImage/reflect.DeepEqual-2", 1)
+	results, err := bench.ParseGoBench(strings.NewReader(input + `pkg: github.com/reconcilekit/reconcilekit/status
 BenchmarkWriterNoop/writer-2 1000 2400 ns/op 1072 B/op 3 allocs/op
 BenchmarkWriterNoop/baseline-deepcopy-2 1000 600 ns/op 656 B/op 2 allocs/op
 BenchmarkWriterNoop/baseline-mergefrom-2 1000 32000 ns/op 14435 B/op 328 allocs/op
@@ -24,20 +26,23 @@ BenchmarkGet/get/guarded-2 1000 9000 ns/op 1 B/op 1 allocs/op
 	}
 	got := strings.Split(strings.TrimSpace(packageTable(results)), "\n")
 	want := []string{
-		"| package | benchmark | ns/op | B/op | allocs/op | other units | ns/op ratio to the baseline |",
-		"|---|---|---:|---:|---:|---|---:|",
-		"| reconcile | `BenchmarkCompareEqual` | 95012 | 40123 | 812 |  | – |",
-		"| reconcile | `BenchmarkCompareChangedImage/reconcile.Diff` | 120000 | 50000 | 900 |  | 1.00 |",
-		"| reconcile | `BenchmarkCompareChangedImage/reflect.DeepEqual` | 10500.5 | 0 | 0 |  | 0.09 |",
-		"| reconcile | `BenchmarkCustom` | – | – | – | 3.5 writes/At | – |",
-		"| freshness | `BenchmarkGet/get/plain` | 4467 | 2240 | 32 |  | 1.00 |",
-		"| freshness | `BenchmarkGet/get/guarded` | 4914 | 2240 | 32 |  | 1.10 |",
-		"| freshness | `BenchmarkTrackerMemory` | 6103850 | 6026909 | 50083 | 349.4 B/entry | – |",
-		"| status | `BenchmarkWriterNoop/writer` | 2400 | 1072 | 3 |  | 4.00 |",
-		"| status | `BenchmarkWriterNoop/baseline-deepcopy` | 600 | 656 | 2 |  | 1.00 |",
-		"| status | `BenchmarkWriterNoop/baseline-mergefrom` | 32000 | 14435 | 328 |  | 53.33 |",
+		"| package | benchmark | ns/op | B/op | allocs/op | other units | compared with | ns/op ÷ that |",
+		"|---|---|---:|---:|---:|---|---|---:|",
+		"| reconcile | `BenchmarkCompareEqual` | 95012 | 40123 | 812 |  | – | – |",
+		"| reconcile | `BenchmarkCompareChangedImage/reconcile.Diff` | 120000 | 50000 | 900 |  | – | – |",
+		// A nested sub-benchmark takes the nearest group with a baseline.
+		"| reconcile | `BenchmarkCompareChangedImage/reconcile.Diff/unstructured` | 240000 | 1 | 1 |  | `reconcile.Diff` | 2.00 |",
+		"| reconcile | `BenchmarkCompareChangedImage/reflect.DeepEqual` | 10500.5 | 0 | 0 |  | `reconcile.Diff` | 0.09 |",
+		"| reconcile | `BenchmarkCustom` | – | – | – | 3.5 writes/At | – | – |",
+		"| freshness | `BenchmarkGet/get/plain` | 4467 | 2240 | 32 |  | – | – |",
+		"| freshness | `BenchmarkGet/get/guarded` | 4914 | 2240 | 32 |  | `plain` | 1.10 |",
+		"| freshness | `BenchmarkTrackerMemory` | 6103850 | 6026909 | 50083 | 349.4 B/entry | – | – |",
+		"| status | `BenchmarkWriterNoop/writer` | 2400 | 1072 | 3 |  | `baseline-deepcopy` | 4.00 |",
+		"| status | `BenchmarkWriterNoop/baseline-deepcopy` | 600 | 656 | 2 |  | – | – |",
+		// The first baseline of a group is the one every row is compared with.
+		"| status | `BenchmarkWriterNoop/baseline-mergefrom` | 32000 | 14435 | 328 |  | `baseline-deepcopy` | 53.33 |",
 		// A group of the same name in another package has no baseline there.
-		"| status | `BenchmarkGet/get/guarded` | 9000 | 1 | 1 |  | – |",
+		"| status | `BenchmarkGet/get/guarded` | 9000 | 1 | 1 |  | – | – |",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("packageTable (-want +got):\n%s", diff)
