@@ -614,29 +614,10 @@ func newAt(ns, name string, schedule time.Time) *atv1.At {
 	}
 }
 
-// createAll creates the Ats with a few concurrent clients.
+// createAll creates the Ats with a few concurrent clients, unpaced.
 func createAll(tb testing.TB, c client.Client, ats []*atv1.At) {
 	tb.Helper()
-	work := make(chan *atv1.At)
-	var wg sync.WaitGroup
-	var failed atomic.Pointer[error]
-	for range 8 {
-		wg.Go(func() {
-			for at := range work {
-				if err := c.Create(context.Background(), at); err != nil {
-					failed.CompareAndSwap(nil, &err)
-				}
-			}
-		})
-	}
-	for _, at := range ats {
-		work <- at
-	}
-	close(work)
-	wg.Wait()
-	if err := failed.Load(); err != nil {
-		tb.Fatalf("creating Ats: %v", *err)
-	}
+	createPaced(tb, c, ats, 0)
 }
 
 // deleteAll deletes the Ats of namespace ns.
