@@ -422,17 +422,18 @@ type procOptions struct {
 // stopped when the test ends, and its log shown if the test failed.
 func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions) *proc {
 	tb.Helper()
-	p := &proc{kind: k, name: name, metrics: freeAddr(tb), done: make(chan struct{})}
+	addrs := freeAddrs(tb, 3) // metrics, probes, pprof
+	p := &proc{kind: k, name: name, metrics: addrs[0], done: make(chan struct{})}
 	bin := bins.at
 	if k == classicAt {
 		bin = bins.classic
 	}
 	args := []string{"--kubeconfig", o.kubeconfig, "--workers", fmt.Sprint(o.workers),
 		"--leader-elect=true", "--leader-election-namespace", leaseNamespace,
-		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", freeAddr(tb)}
+		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", addrs[1]}
 	var environ []string
 	if o.pprof {
-		p.pprof = freeAddr(tb)
+		p.pprof = addrs[2]
 		switch {
 		case k == classicAt || bins.atPprof == "flag":
 			args = append(args, "--pprof-bind-address", p.pprof)
@@ -672,15 +673,22 @@ func (p *proc) heapProfile(tb testing.TB, path string) {
 	}
 }
 
-// freeAddr returns a localhost address whose port was free a moment ago.
-func freeAddr(tb testing.TB) string {
+// freeAddrs returns n distinct localhost addresses whose ports were free a
+// moment ago: all n are held open together, since the kernel may hand out a
+// port again as soon as it is closed (two calls one after the other once
+// gave a process the same port for its metrics and its probes).
+func freeAddrs(tb testing.TB, n int) []string {
 	tb.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		tb.Fatal(err)
+	addrs := make([]string, n)
+	for i := range addrs {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		defer l.Close()
+		addrs[i] = l.Addr().String()
 	}
-	defer l.Close()
-	return l.Addr().String()
+	return addrs
 }
 
 func lastLines(s string, n int) string {
