@@ -286,11 +286,33 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	if err != nil {
 		t.Fatalf("never Stalled: %v", err)
 	}
-	time.Sleep(2 * time.Second) // room for retries, were there any
-	// One call for the create; the status write does not change the
-	// generation but does trigger an update event, so allow that one too.
-	if n := calls.Load(); n < 1 || n > 2 {
-		t.Errorf("Sync calls = %d, want 1 (or 2 counting the status update event): a permanent error must not be retried", n)
+	// Two reconciles: the create, and the update event of the status write
+	// (no predicate here filters it; that one finds nothing to write). A
+	// retry would be scheduled at the end of a reconcile, where the
+	// workqueue counts it (or controller-runtime counts a requeue result):
+	// once both reconciles are over and the controller is idle, the
+	// counters say whether one is coming, without waiting for it.
+	controller := map[string]string{"controller": "stall-once"}
+	idle := func() bool {
+		return calls.Load() >= 2 &&
+			metricValue(t, "controller_runtime_active_workers", controller) == 0 &&
+			metricValue(t, "workqueue_depth", controller) == 0
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		return idle(), nil
+	}); err != nil {
+		t.Fatalf("the controller never settled after 2 reconciles: %d Sync calls", calls.Load())
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("Sync calls = %d, want 2 (the create and the status write's update event)", n)
+	}
+	if n := metricValue(t, "workqueue_retries_total", controller); n != 0 {
+		t.Errorf("workqueue retries = %v, want 0: a permanent error must not be retried", n)
+	}
+	for _, result := range []string{"requeue", "requeue_after"} {
+		if n := metricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "stall-once", "result": result}); n != 0 {
+			t.Errorf("reconciles with result %s = %v, want 0", result, n)
+		}
 	}
 	var list eventsv1.EventList
 	if err := c.List(t.Context(), &list, client.InNamespace(ns)); err != nil {

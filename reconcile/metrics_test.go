@@ -14,8 +14,8 @@ import (
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
-// metricValue sums the values of a counter family in controller-runtime's
-// registry over the series whose labels include want.
+// metricValue sums the values of a counter or gauge family in
+// controller-runtime's registry over the series whose labels include want.
 func metricValue(t *testing.T, name string, want map[string]string) float64 {
 	t.Helper()
 	families, err := metrics.Registry.Gather()
@@ -34,7 +34,7 @@ func metricValue(t *testing.T, name string, want map[string]string) float64 {
 					continue series
 				}
 			}
-			sum += m.GetCounter().GetValue()
+			sum += m.GetCounter().GetValue() + m.GetGauge().GetValue()
 		}
 	}
 	return sum
