@@ -29,6 +29,7 @@ import (
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench/classic"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
@@ -389,15 +390,11 @@ func (k *kubelet) observe(pod *corev1.Pod, deleted bool) {
 	}
 	k.pods[at][pod.UID] = true
 	k.names[pod.Name] = at
-	if deleted || pod.DeletionTimestamp != nil || finished(pod) || k.busy[pod.UID] || k.held[at] {
+	if deleted || pod.DeletionTimestamp != nil || podtest.Finished(pod) || k.busy[pod.UID] || k.held[at] {
 		return
 	}
 	k.busy[pod.UID] = true
 	k.work <- seenPod{pod: pod, seen: time.Now()}
-}
-
-func finished(pod *corev1.Pod) bool {
-	return pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed
 }
 
 func (k *kubelet) worker(ctx context.Context) {
@@ -414,39 +411,10 @@ func (k *kubelet) worker(ctx context.Context) {
 				case <-time.After(wait):
 				}
 			}
-			k.complete(ctx, pod)
+			podtest.Complete(ctx, k.c, pod)
 			k.mu.Lock()
 			delete(k.busy, pod.UID)
 			k.mu.Unlock()
-		}
-	}
-}
-
-// complete sets the Pod Succeeded, retrying on conflicts.
-func (k *kubelet) complete(ctx context.Context, pod *corev1.Pod) {
-	for ctx.Err() == nil {
-		now := metav1.Now()
-		pod.Status.Phase = corev1.PodSucceeded
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: "command", Image: pod.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
-		}}
-		err := k.c.Status().Update(ctx, pod)
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return
-		case apierrors.IsConflict(err):
-			fresh := &corev1.Pod{}
-			if err := k.c.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-				return
-			}
-			if finished(fresh) || fresh.DeletionTimestamp != nil {
-				return
-			}
-			pod = fresh
-		default:
-			time.Sleep(50 * time.Millisecond)
 		}
 	}
 }

@@ -29,6 +29,7 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/status"
@@ -132,20 +133,9 @@ func finishPod(t *testing.T, c client.Client, ns, name string, exit int32) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: name}, pod); err != nil {
 		t.Fatal(err)
 	}
-	phase := corev1.PodSucceeded
-	if exit != 0 {
-		phase = corev1.PodFailed
-	}
-	now := metav1.Now()
-	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name:  "command",
-		Image: pod.Spec.Containers[0].Image,
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: exit, StartedAt: now, FinishedAt: now, Reason: "Completed"}},
-	}}
+	podtest.Finish(pod, exit)
 	if err := c.Status().Update(t.Context(), pod); err != nil {
-		t.Fatalf("set pod %s to %s: %v", name, phase, err)
+		t.Fatalf("set pod %s to %s: %v", name, pod.Status.Phase, err)
 	}
 }
 

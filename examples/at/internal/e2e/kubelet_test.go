@@ -7,11 +7,12 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
 )
 
 // kubelet plays the kubelet for the Pods of one namespace (envtest has
@@ -49,7 +50,7 @@ func startKubelet(t *testing.T, ns string) *kubelet {
 			case <-ctx.Done():
 				return
 			case pod := <-k.work:
-				k.complete(ctx, pod)
+				podtest.Complete(ctx, k.c, pod)
 			}
 		}
 	})
@@ -141,35 +142,6 @@ func (k *kubelet) observe(pod *corev1.Pod) {
 		return
 	}
 	k.work <- pod
-}
-
-// complete sets the Pod Succeeded, retrying on conflicts.
-func (k *kubelet) complete(ctx context.Context, pod *corev1.Pod) {
-	for ctx.Err() == nil {
-		now := metav1.Now()
-		pod.Status.Phase = corev1.PodSucceeded
-		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-			Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image,
-			State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}},
-		}}
-		err := k.c.Status().Update(ctx, pod)
-		switch {
-		case err == nil, apierrors.IsNotFound(err):
-			return
-		case apierrors.IsConflict(err):
-			fresh := &corev1.Pod{}
-			if err := k.c.Get(ctx, client.ObjectKeyFromObject(pod), fresh); err != nil {
-				return
-			}
-			if fresh.DeletionTimestamp != nil || fresh.Status.Phase == corev1.PodSucceeded || fresh.Status.Phase == corev1.PodFailed {
-				return
-			}
-			pod = fresh
-		default:
-			sleep(ctx, 100*time.Millisecond)
-		}
-	}
 }
 
 func sleep(ctx context.Context, d time.Duration) {

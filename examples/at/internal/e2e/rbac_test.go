@@ -18,6 +18,7 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
 )
 
 // TestOperatorRunsAsItsServiceAccount runs the operator with nothing but
@@ -228,19 +229,9 @@ func finishPod(t *testing.T, c client.Client, at *atv1.At, exit int32) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: at.Namespace, Name: at.Status.PodName}, pod); err != nil {
 		t.Fatal(err)
 	}
-	phase := corev1.PodSucceeded
-	if exit != 0 {
-		phase = corev1.PodFailed
-	}
-	now := metav1.Now()
-	pod.Status.Phase = phase
-	pod.Status.ContainerStatuses = []corev1.ContainerStatus{{
-		Name: pod.Spec.Containers[0].Name, Image: pod.Spec.Containers[0].Image,
-		State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
-			ExitCode: exit, Reason: "Completed", StartedAt: now, FinishedAt: now}},
-	}}
+	podtest.Finish(pod, exit)
 	if err := c.Status().Update(t.Context(), pod); err != nil {
-		t.Fatalf("set pod %s %s: %v", pod.Name, phase, err)
+		t.Fatalf("set pod %s %s: %v", pod.Name, pod.Status.Phase, err)
 	}
 }
 
