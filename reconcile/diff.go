@@ -1,13 +1,13 @@
 package reconcile
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
 	"slices"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 )
@@ -128,7 +128,7 @@ func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
 		// means they disagree, which the fuzz tests guard against.
 		return Comparison{Equal: true}, nil
 	}
-	return explain(cfg, w.drifts), nil
+	return explain(w.drifts), nil
 }
 
 // pair is the normalized inputs of a comparison: both reflect values of one
@@ -230,7 +230,7 @@ func (w *walker) root(p *pair) bool {
 	return w.value(dv, av, false)
 }
 
-func explain(cfg *diffConfig, drifts []drift) Comparison {
+func explain(drifts []drift) Comparison {
 	slices.SortStableFunc(drifts, func(x, y drift) int { return strings.Compare(x.path, y.path) })
 	c := Comparison{drifts: drifts}
 	var b strings.Builder
@@ -244,21 +244,42 @@ func explain(cfg *diffConfig, drifts []drift) Comparison {
 		}
 		b.WriteString(p)
 		b.WriteString(":\n")
-		b.WriteString(explainOne(cfg, dr))
+		b.WriteString(explainOne(dr))
 	}
 	c.Report = b.String()
 	return c
 }
 
-// explainOne renders one drift with go-cmp, -actual +desired.
-func explainOne(cfg *diffConfig, dr drift) (s string) {
+// explainOne renders one drift: a "-" line with the actual value and a "+"
+// line with the desired one, each as the compact JSON the API server would
+// show (Go syntax for a value JSON cannot encode). A missing side has no
+// line. Unlike go-cmp's report, the text is stable: logs, events and tests
+// can rely on it.
+func explainOne(dr drift) string {
+	var b strings.Builder
+	if dr.actual != nil {
+		b.WriteString("- ")
+		b.WriteString(render(dr.actual))
+		b.WriteByte('\n')
+	}
+	if dr.desired != nil {
+		b.WriteString("+ ")
+		b.WriteString(render(dr.desired))
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// render is v as compact JSON, or in Go syntax when it has no JSON form.
+func render(v any) (s string) {
 	defer func() {
-		if recover() != nil || s == "" {
-			s = fmt.Sprintf("- %#v\n+ %#v\n", dr.actual, dr.desired)
+		if recover() != nil {
+			s = fmt.Sprintf("%#v", v)
 		}
 	}()
-	s = cmp.Diff(dr.actual, dr.desired, cfg.cmpOpts...)
-	// go-cmp randomly indents with non-breaking spaces to discourage
-	// depending on its output; logs and events want plain, stable text.
-	return strings.ReplaceAll(s, "\u00a0", " ")
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("%#v", v)
+	}
+	return string(b)
 }

@@ -506,18 +506,45 @@ func TestDiffTypedAgainstUnstructuredUsesTheSamePaths(t *testing.T) {
 }
 
 func TestDiffReportShowsActualThenDesired(t *testing.T) {
-	desired := webDeployment()
-	desired.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
-	got, err := reconcile.Diff(desired, defaulted(webDeployment()))
-	if err != nil {
-		t.Fatal(err)
+	image := webDeployment()
+	image.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
+	env := webDeployment()
+	env.Spec.Template.Spec.Containers[0].Env = append(env.Spec.Template.Spec.Containers[0].Env, corev1.EnvVar{Name: "TRACE", Value: "1"})
+	tests := []struct {
+		name            string
+		desired, actual any
+		want            string
+	}{
+		{
+			name:    "a changed value: actual, then desired, as JSON",
+			desired: image, actual: defaulted(webDeployment()),
+			want: "spec.template.spec.containers[name=web].image:\n- \"nginx:1.25\"\n+ \"nginx:1.26\"\n",
+		},
+		{
+			name:    "a value actual lacks: only the desired line",
+			desired: env, actual: defaulted(webDeployment()),
+			want: "spec.template.spec.containers[name=web].env[name=TRACE]:\n+ {\"name\":\"TRACE\",\"value\":\"1\"}\n",
+		},
+		{
+			name:    "a value JSON cannot encode: Go syntax",
+			desired: &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"z": complex(1, 2)}}},
+			actual:  &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"z": complex(3, 4)}}},
+			want:    "spec.z:\n- (3+4i)\n+ (1+2i)\n",
+		},
 	}
-	want := "spec.template.spec.containers[name=web].image:\n  string(\n- \t\"nginx:1.25\",\n+ \t\"nginx:1.26\",\n  )\n"
-	if diff := cmp.Diff(want, got.Report); diff != "" {
-		t.Errorf("report (-want +got):\n%s", diff)
-	}
-	if got.String() != got.Report {
-		t.Errorf("String() = %q, want the report", got.String())
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := reconcile.Diff(tt.desired, tt.actual)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got.Report); diff != "" {
+				t.Errorf("report (-want +got):\n%s", diff)
+			}
+			if got.String() != got.Report {
+				t.Errorf("String() = %q, want the report", got.String())
+			}
+		})
 	}
 }
 

@@ -165,7 +165,7 @@ func (w *walker) ignored() bool {
 // second opinion, records the drift when explaining, and reports whether the
 // difference counts.
 func (w *walker) differs(d, a reflect.Value) bool {
-	if d.IsValid() && a.IsValid() && len(w.cfg.cmpOpts) > 0 && cmpEqual(a, d, w.cfg.cmpOpts) {
+	if d.IsValid() && a.IsValid() && w.cfg.cmpEqual != nil && w.cfg.cmpEqual(a, d, w.cfg.cmpOpts) {
 		return false
 	}
 	if w.explain {

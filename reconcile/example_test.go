@@ -57,10 +57,8 @@ func ExampleDiff() {
 	// equal: false
 	// paths: [spec.template.spec.containers[name=web].image]
 	// spec.template.spec.containers[name=web].image:
-	//   string(
-	// - 	"nginx:1.25",
-	// + 	"nginx:1.26",
-	//   )
+	// - "nginx:1.25"
+	// + "nginx:1.26"
 }
 
 // Unstructured objects have no Go types to declare list keys: lists of
@@ -105,9 +103,7 @@ func ExampleDiff_fieldsWeWroteBefore() {
 	// Output:
 	// [spec.template.spec.containers[name=web].env[name=LOG]]
 	// spec.template.spec.containers[name=web].env[name=LOG]:
-	//   any(
-	// - 	v1.EnvVar{Name: "LOG", Value: "debug"},
-	//   )
+	// - {"name":"LOG","value":"debug"}
 }
 
 // Ensure creates what is missing, writes nothing when nothing drifted, and
