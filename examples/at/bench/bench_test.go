@@ -60,6 +60,7 @@ var (
 	reportPath   = flag.String("at.report", "", "write the report (markdown) to this file")
 	diffBench    = flag.String("at.diffbench", "", "`go test -bench` output of the library's packages (see packageBenchmarks) to fold into the report")
 	commandLine  = flag.String("at.command", "make bench", "the command to quote in the report")
+	writeCostN   = flag.Int("at.writecost.n", 1000, "Ats that get each kind of write when measuring what a write costs the API server; 0 skips it")
 )
 
 func init() {
@@ -77,7 +78,7 @@ func benchPlan() plan {
 		spreadN = benchSizes[0]
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, spreadN: spreadN, spread: *benchSpread,
-		unrelated: *unrelated, pace: *pace, profiles: *cpuProfiles, profileFor: *cpuFor}
+		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, profiles: *cpuProfiles, profileFor: *cpuFor}
 }
 
 // BenchmarkAtVsClassic measures both At controllers as processes side by
@@ -124,9 +125,9 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	fmt.Fprintf(&r, "Regenerate with the same command; the figures below are the last run's, not targets. It runs:\n\n")
 	fmt.Fprintf(&r, "```sh\ngo test -run '^$' -bench . -benchmem "+packageBenchmarks+" > packages.bench\n"+
 		"go test -run '^$' -bench BenchmarkAtVsClassic -benchtime=1x -timeout 120m ./examples/at/bench/ \\\n"+
-		"  -args -at.n=%s -at.workers=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.pace=%s \\\n"+
+		"  -args -at.n=%s -at.workers=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.pace=%s -at.writecost.n=%d \\\n"+
 		"  -at.report=BENCHMARKS.md -at.diffbench=packages.bench",
-		(*ints)(&pn.sizes), (*ints)(&pn.workers), pn.spread, pn.spreadN, pn.unrelated, pn.pace)
+		(*ints)(&pn.sizes), (*ints)(&pn.workers), pn.spread, pn.spreadN, pn.unrelated, pn.pace, pn.writeCostN)
 	if pn.profiles != "" {
 		fmt.Fprintf(&r, " -at.cpuprofile=%s -at.cpuprofile.for=%s", pn.profiles, pn.profileFor)
 	}
@@ -150,6 +151,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	fmt.Fprintf(&r, "\n### Key figures\n\n")
 	r.WriteString(keyTable(cmp).Markdown())
 	fmt.Fprintf(&r, "\nRatios are reconcilekit / classic: below 1 favours reconcilekit.\n")
+	if len(cmp.writeCosts) > 0 {
+		fmt.Fprintf(&r, "\n### What each write costs the API server\n\n")
+		r.WriteString(writeCostSection(cmp.writeCosts, pn.writeCostN, writeCostRounds))
+	}
 	for _, p := range cmp.pairs {
 		fmt.Fprintf(&r, "\n### %s\n\n", p.sc)
 		fmt.Fprintf(&r, "Run order: %s then %s. Ats created in %s, the last %s before the %s.\n\n",

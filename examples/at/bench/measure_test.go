@@ -417,6 +417,10 @@ type plan struct {
 	// one-instant scenario is due 3 s before the schedule, that of the
 	// spread scenario 10 s before its first schedule.
 	pace time.Duration
+	// writeCostN, when above zero, is how many Ats get each kind of write
+	// when measuring what a write costs (see measureWriteCosts), in
+	// writeCostRounds rounds, after the scenarios.
+	writeCostN int
 	// profiles, when set, is a directory for a CPU profile of each
 	// controller in the first scenario, profileFor long.
 	profiles   string
@@ -450,7 +454,12 @@ type comparison struct {
 	atPprof string
 	// serverVersion is the API server's version.
 	serverVersion string
+	// writeCosts is what each kind of write cost the plane, when measured.
+	writeCosts []writeCost
 }
+
+// writeCostRounds is how many times each kind of write is measured.
+const writeCostRounds = 2
 
 // compare builds both controllers, starts an audited control plane and
 // measures both on every scenario, alternating which goes first so that
@@ -488,6 +497,10 @@ func compare(tb testing.TB, pn plan) comparison {
 			cleanup()
 		}
 		cmp.pairs = append(cmp.pairs, p)
+	}
+	if pn.writeCostN > 0 {
+		tb.Logf("what a write costs: %d Ats per kind, %d rounds", pn.writeCostN, writeCostRounds)
+		cmp.writeCosts = measureWriteCosts(tb, pl, pn.writeCostN, writeCostRounds)
 	}
 	return cmp
 }
@@ -653,8 +666,19 @@ func TestSideBySideSmoke(t *testing.T) {
 	}
 	started := time.Now()
 	load := loadAverage()
+	const writeCostN = 20
 	cmp := compare(t, plan{sizes: []int{20}, workers: []int{4}, spreadN: 20, spread: 3 * time.Second,
-		unrelated: 20, pace: 10 * time.Millisecond})
+		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN})
+	if len(cmp.writeCosts) != len(writeKinds()) {
+		t.Errorf("%d kinds of write measured, want %d", len(cmp.writeCosts), len(writeKinds()))
+	}
+	for _, c := range cmp.writeCosts {
+		perRound := writeCostN * c.kind.perAt
+		if c.writes != writeCostRounds*perRound || c.leastSeen != perRound || c.apiserver <= 0 || len(c.apiserverRounds) != writeCostRounds {
+			t.Errorf("%s: %d writes, a watcher saw as few as %d of a round's, %v of API server CPU per write over %d rounds; want %d, %d, above zero, %d",
+				c.kind.name, c.writes, c.leastSeen, c.apiserver, len(c.apiserverRounds), writeCostRounds*perRound, perRound, writeCostRounds)
+		}
+	}
 	for _, p := range cmp.pairs {
 		t.Logf("%s:\n%s", p.sc, p.table().Markdown())
 		for k, r := range p.runs {
@@ -684,7 +708,7 @@ func TestSideBySideSmoke(t *testing.T) {
 		}
 	}
 	report := renderReport(t, cmp, nil, started, load)
-	for _, want := range []string{"## Goals", "| kube-apiserver | v1.", "20 Ats at one instant, 4 workers", "20 unrelated Pods"} {
+	for _, want := range []string{"## Goals", "| kube-apiserver | v1.", "20 Ats at one instant, 4 workers", "20 unrelated Pods", "### What each write costs the API server"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}

@@ -1,0 +1,315 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/status"
+)
+
+// writeKind is one kind of write a controller sends for an At: how many of
+// them one At gets here, and how to send them.
+type writeKind struct {
+	name   string // what the write is
+	sender string // which controller sends it, and when
+	perAt  int    // writes per At
+	// watched is the list type whose watchers see the writes; nil for
+	// Events, which neither controller nor harness watches.
+	watched client.ObjectList
+	write   func(ctx context.Context, c client.Client, at *atv1.At) error
+}
+
+// writeKinds are the writes the two controllers send after the schedule,
+// and the At's finalizer, each as its controller sends it: classic's plain
+// status updates, the At's status patches with kstatus conditions through
+// status.Writer (the Loop's writer), the At's finalizer through the
+// finalizer package, the Ready event as controller-runtime's recorder
+// sends it, and the Pod both create.
+func writeKinds() []writeKind {
+	return []writeKind{
+		{
+			name: "status update: phase only, RUNNING then DONE", sender: "classic, after the schedule", perAt: 2,
+			watched: &atv1.AtList{},
+			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
+				at.Status.Phase, at.Status.PodName = atv1.PhaseRunning, at.Name+"-pod"
+				if err := c.Status().Update(ctx, at); err != nil {
+					return err
+				}
+				at.Status.Phase, at.Status.Outcome = atv1.PhaseDone, atv1.OutcomeSucceeded
+				return c.Status().Update(ctx, at)
+			},
+		},
+		{
+			name: "status merge patch: phase, observedGeneration and kstatus conditions, RUNNING then DONE", sender: "reconcilekit, after the schedule", perAt: 2,
+			watched: &atv1.AtList{},
+			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
+				w := &status.Writer{Client: c, FieldOwner: controller.Name}
+				s := w.Snapshot(at)
+				at.Status.Phase, at.Status.PodName = atv1.PhaseRunning, controller.PodName(at)
+				status.ObserveGeneration(at)
+				status.MarkReconciling(at, controller.ReasonPodRunning, fmt.Sprintf("pod %s runs the command", at.Status.PodName))
+				if _, err := s.Write(ctx); err != nil {
+					return err
+				}
+				s = w.Snapshot(at)
+				at.Status.Phase, at.Status.Outcome = atv1.PhaseDone, atv1.OutcomeSucceeded
+				status.MarkReady(at, controller.ReasonCommandSucceeded, fmt.Sprintf("pod %s ran the command successfully", at.Status.PodName))
+				_, err := s.Write(ctx)
+				return err
+			},
+		},
+		{
+			name: "finalizer merge patch: added, then removed", sender: "reconcilekit, at creation and at deletion", perAt: 2,
+			watched: &atv1.AtList{},
+			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
+				if _, err := finalizer.Add(ctx, c, at, controller.PodCleanupFinalizer); err != nil {
+					return err
+				}
+				_, err := finalizer.Remove(ctx, c, at, controller.PodCleanupFinalizer)
+				return err
+			},
+		},
+		{
+			name: "event create (events.k8s.io), Normal, on Ready", sender: "reconcilekit, after the schedule", perAt: 1,
+			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
+				now := time.Now()
+				return c.Create(ctx, &eventsv1.Event{
+					ObjectMeta:          metav1.ObjectMeta{Namespace: at.Namespace, Name: fmt.Sprintf("%s.%x", at.Name, now.UnixNano())},
+					EventTime:           metav1.NewMicroTime(now),
+					ReportingController: controller.Name,
+					ReportingInstance:   controller.Name + "-bench",
+					Action:              "Reconcile",
+					Reason:              controller.ReasonCommandSucceeded,
+					Note:                fmt.Sprintf("pod %s ran the command successfully", controller.PodName(at)),
+					Type:                corev1.EventTypeNormal,
+					Regarding:           corev1.ObjectReference{APIVersion: atv1.GroupVersion.String(), Kind: "At", Namespace: at.Namespace, Name: at.Name, UID: at.UID, ResourceVersion: at.ResourceVersion},
+				})
+			},
+		},
+		{
+			name: "Pod create: labelled, owned by the At", sender: "both, after the schedule", perAt: 1,
+			watched: &corev1.PodList{},
+			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
+				pod := &corev1.Pod{
+					ObjectMeta: metav1.ObjectMeta{Namespace: at.Namespace, Name: controller.PodName(at), Labels: map[string]string{controller.AtUIDLabel: string(at.UID)}},
+					Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever, Containers: []corev1.Container{{
+						Name: "command", Image: atv1.DefaultImage, Command: []string{"/bin/sh", "-c", at.Spec.Command},
+					}}},
+				}
+				if err := controllerutil.SetControllerReference(at, pod, c.Scheme()); err != nil {
+					return err
+				}
+				return c.Create(ctx, pod)
+			},
+		},
+	}
+}
+
+// writeCost is what one kind of write cost the control plane, per write.
+type writeCost struct {
+	kind            writeKind
+	writes          int           // in all rounds
+	apiserver, etcd time.Duration // per write, idle CPU taken out
+	// apiserverRounds is the API server's CPU per write in each round.
+	apiserverRounds []time.Duration
+	// leastSeen is the fewest of a round's writes one watcher received
+	// (all of them for a kind nobody watches).
+	leastSeen int
+}
+
+// writeCostWatchers is how many watches see each write of a watched kind:
+// in the scenarios, the controller's informer and the harness (its tracker
+// of Ats, its kubelet of Pods).
+const writeCostWatchers = 2
+
+// measureWriteCosts measures, on pl, the control plane's CPU per write of
+// each kind: for each kind, n fresh Ats get that kind's writes, 8 in
+// flight, while writeCostWatchers watches receive them; the CPU the plane
+// used at rest just before (over one second) is taken out pro rata. The
+// kinds run in rounds, in alternating order, and the figures are their
+// means.
+func measureWriteCosts(tb testing.TB, pl *plane, n, rounds int) []writeCost {
+	tb.Helper()
+	kinds := writeKinds()
+	costs := make([]writeCost, len(kinds))
+	for i, k := range kinds {
+		costs[i].kind = k
+	}
+	for r := range rounds {
+		order := make([]int, len(kinds))
+		for i := range order {
+			order[i] = i
+		}
+		if r%2 == 1 {
+			slices.Reverse(order)
+		}
+		for _, i := range order {
+			api, etcd, saw := measureWriteKind(tb, pl, kinds[i], n)
+			costs[i].writes += n * kinds[i].perAt
+			costs[i].apiserver += api
+			costs[i].etcd += etcd
+			costs[i].apiserverRounds = append(costs[i].apiserverRounds, api/time.Duration(n*kinds[i].perAt))
+			if r == 0 || saw < costs[i].leastSeen {
+				costs[i].leastSeen = saw
+			}
+		}
+	}
+	for i := range costs {
+		if costs[i].writes > 0 {
+			costs[i].apiserver /= time.Duration(costs[i].writes)
+			costs[i].etcd /= time.Duration(costs[i].writes)
+		}
+	}
+	return costs
+}
+
+// measureWriteKind sends k's writes for n fresh Ats and returns the plane's
+// CPU over them (idle taken out) and the fewest events one watcher saw.
+func measureWriteKind(tb testing.TB, pl *plane, k writeKind, n int) (api, etcd time.Duration, saw int) {
+	tb.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	ns := pl.namespace(tb, "writes")
+	ats := make([]*atv1.At, n)
+	for i := range ats {
+		ats[i] = newAt(ns, fmt.Sprintf("at-%05d", i), time.Now().Add(time.Hour))
+	}
+	createPaced(tb, pl.admin, ats, 0)
+
+	want := n * k.perAt
+	var seen []*atomic.Int64
+	if k.watched != nil {
+		list := k.watched.DeepCopyObject().(client.ObjectList)
+		if err := pl.admin.List(ctx, list, client.InNamespace(ns)); err != nil {
+			tb.Fatal(err)
+		}
+		for range writeCostWatchers {
+			w, err := pl.admin.Watch(ctx, k.watched.DeepCopyObject().(client.ObjectList), client.InNamespace(ns),
+				&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: list.GetResourceVersion()}})
+			if err != nil {
+				tb.Fatal(err)
+			}
+			defer w.Stop()
+			count := &atomic.Int64{}
+			seen = append(seen, count)
+			go func() {
+				for e := range w.ResultChan() {
+					if e.Type == watch.Added || e.Type == watch.Modified {
+						count.Add(1)
+					}
+				}
+			}()
+		}
+	}
+
+	idleFrom := pl.cpuNow(tb)
+	idleStart := time.Now()
+	time.Sleep(time.Second)
+	start := pl.cpuNow(tb)
+	idle := time.Since(idleStart)
+	began := time.Now()
+
+	work := make(chan *atv1.At)
+	var wg sync.WaitGroup
+	var failed atomic.Pointer[error]
+	for range 8 {
+		wg.Go(func() {
+			for at := range work {
+				if err := k.write(ctx, pl.admin, at); err != nil {
+					failed.CompareAndSwap(nil, &err)
+				}
+			}
+		})
+	}
+	for _, at := range ats {
+		work <- at
+	}
+	close(work)
+	wg.Wait()
+	if err := failed.Load(); err != nil {
+		tb.Fatalf("%s: %v", k.name, *err)
+	}
+	saw = want
+	deadline := time.Now().Add(time.Minute)
+	for _, count := range seen {
+		for count.Load() < int64(want) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		saw = min(saw, int(count.Load()))
+	}
+	end := pl.cpuNow(tb)
+	window := time.Since(began)
+	used, rest := end.sub(start), start.sub(idleFrom)
+	scale := func(d time.Duration) time.Duration {
+		return time.Duration(float64(d) * window.Seconds() / idle.Seconds())
+	}
+	api = max(used.apiserver-scale(rest.apiserver), 0)
+	etcd = max(used.etcd-scale(rest.etcd), 0)
+	if err := pl.admin.DeleteAllOf(context.Background(), &corev1.Pod{}, client.InNamespace(ns)); err != nil {
+		tb.Fatal(err)
+	}
+	if err := pl.admin.DeleteAllOf(context.Background(), &atv1.At{}, client.InNamespace(ns)); err != nil {
+		tb.Fatal(err)
+	}
+	return api, etcd, saw
+}
+
+// writeCostSection is the report's account of what each write costs, and
+// what the writes each controller sends after the schedule add up to.
+func writeCostSection(costs []writeCost, n, rounds int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The same control plane, after the scenarios: for each kind of write, %d fresh Ats get that write "+
+		"(8 in flight, as a cluster admin) while %d watches receive them, as the controller's informer and the harness "+
+		"do in the scenarios (no one watches Events). The CPU the plane used at rest during the second before is taken "+
+		"out. %d rounds, in alternating order; the figures are their means, with each round's API server figure.\n\n",
+		n, writeCostWatchers, rounds)
+	b.WriteString("| write | sent by | writes | kube-apiserver CPU per write | each round | etcd CPU per write |\n|---|---|---:|---:|---|---:|\n")
+	byName := map[string]writeCost{}
+	for _, c := range costs {
+		byName[c.kind.name] = c
+		var each []string
+		for _, d := range c.apiserverRounds {
+			each = append(each, tenthMillis(d.Seconds()))
+		}
+		fmt.Fprintf(&b, "| %s | %s | %d | %s | %s | %s |\n", c.kind.name, c.kind.sender, c.writes,
+			tenthMillis(c.apiserver.Seconds()), strings.Join(each, ", "), tenthMillis(c.etcd.Seconds()))
+	}
+	kinds := writeKinds()
+	perAt := func(names ...string) time.Duration {
+		var d time.Duration
+		for _, name := range names {
+			for _, k := range kinds {
+				if k.name == name {
+					d += byName[name].apiserver * time.Duration(k.perAt)
+				}
+			}
+		}
+		return d
+	}
+	classic := perAt(kinds[0].name, kinds[4].name)
+	ours := perAt(kinds[1].name, kinds[3].name, kinds[4].name)
+	fmt.Fprintf(&b, "\nAfter the schedule, classic sends a Pod and two plain status updates: %s of API server CPU per At by this table. "+
+		"The At sends a Pod, two status patches with conditions and one event: %s (%s× classic's). Without the event it would be %s (%s×). "+
+		"Compare \"kube-apiserver CPU time per At, (last) schedule → end\" in the scenarios, which adds what the harness's "+
+		"own writes (the kubelet's) and the watches of the run cost.\n",
+		tenthMillis(classic.Seconds()), tenthMillis(ours.Seconds()), bench.Ratio(ours.Seconds(), classic.Seconds()),
+		tenthMillis((ours - perAt(kinds[3].name)).Seconds()), bench.Ratio((ours-perAt(kinds[3].name)).Seconds(), classic.Seconds()))
+	return b.String()
+}
