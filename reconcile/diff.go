@@ -1,6 +1,7 @@
 package reconcile
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,8 +99,9 @@ func (c Comparison) String() string {
 // form says "data[mode]"), others in brackets ("metadata.labels[app.kubernetes.io/name]").
 // Path options must use the form of the content they apply to.
 //
-// Deciding allocates little and does not use go-cmp; only when there is drift
-// does Diff walk again to collect paths and explain them with go-cmp.
+// Deciding allocates little and does not use go-cmp (unless [CmpOptions] asks
+// for it); only when there is drift does Diff walk again to collect paths and
+// explain them, each drifted value as JSON.
 func Diff(desired, actual any, opts ...DiffOption) (Comparison, error) {
 	var cfg diffConfig
 	for _, o := range opts {
@@ -253,16 +255,16 @@ func explain(drifts []drift) Comparison {
 // explainOne renders one drift: a "-" line with the actual value and a "+"
 // line with the desired one, each as the compact JSON the API server would
 // show (Go syntax for a value JSON cannot encode). A missing side has no
-// line. Unlike go-cmp's report, the text is stable: logs, events and tests
-// can rely on it.
+// line; a null one is "null". Unlike go-cmp's report, the text is stable:
+// logs, events and tests can rely on it.
 func explainOne(dr drift) string {
 	var b strings.Builder
-	if dr.actual != nil {
+	if dr.hasActual {
 		b.WriteString("- ")
 		b.WriteString(render(dr.actual))
 		b.WriteByte('\n')
 	}
-	if dr.desired != nil {
+	if dr.hasDesired {
 		b.WriteString("+ ")
 		b.WriteString(render(dr.desired))
 		b.WriteByte('\n')
@@ -270,16 +272,19 @@ func explainOne(dr drift) string {
 	return b.String()
 }
 
-// render is v as compact JSON, or in Go syntax when it has no JSON form.
+// render is v as compact JSON without HTML escaping (a URL or a shell
+// command reads as written), or in Go syntax when it has no JSON form.
 func render(v any) (s string) {
 	defer func() {
 		if recover() != nil {
 			s = fmt.Sprintf("%#v", v)
 		}
 	}()
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return fmt.Sprintf("%#v", v)
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }

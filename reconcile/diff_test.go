@@ -513,6 +513,7 @@ func TestDiffReportShowsActualThenDesired(t *testing.T) {
 	tests := []struct {
 		name            string
 		desired, actual any
+		opts            []reconcile.DiffOption
 		want            string
 	}{
 		{
@@ -531,10 +532,23 @@ func TestDiffReportShowsActualThenDesired(t *testing.T) {
 			actual:  &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"z": complex(3, 4)}}},
 			want:    "spec.z:\n- (3+4i)\n+ (1+2i)\n",
 		},
+		{
+			name:    "a null value an owned map should not have: null, not nothing",
+			desired: &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"a": "1"}}},
+			actual:  &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"a": "1", "b": nil}}},
+			opts:    []reconcile.DiffOption{reconcile.OwnMap("data")},
+			want:    "data.b:\n- null\n",
+		},
+		{
+			name:    "characters HTML escapes: as written",
+			desired: &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"command": "make && curl 'http://x/?a=1&b=<2>'"}}},
+			actual:  &unstructured.Unstructured{Object: map[string]any{"spec": map[string]any{"command": "make"}}},
+			want:    "spec.command:\n- \"make\"\n+ \"make && curl 'http://x/?a=1&b=<2>'\"\n",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := reconcile.Diff(tt.desired, tt.actual)
+			got, err := reconcile.Diff(tt.desired, tt.actual, tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -44,11 +44,13 @@ const (
 )
 
 // drift is one field that differs. A missing value (absent from actual, or
-// from desired for owned maps and lists) is a nil interface.
+// from desired for owned maps and lists) is a nil interface with its has
+// flag false; a present nil (a JSON null) has it true.
 type drift struct {
-	path    string
-	actual  any
-	desired any
+	path                  string
+	actual                any
+	desired               any
+	hasActual, hasDesired bool
 }
 
 // walker compares desired against actual; see the comment above.
@@ -169,7 +171,7 @@ func (w *walker) differs(d, a reflect.Value) bool {
 		return false
 	}
 	if w.explain {
-		dr := drift{path: string(w.path)}
+		dr := drift{path: string(w.path), hasActual: a.IsValid(), hasDesired: d.IsValid()}
 		if d.IsValid() {
 			dr.desired = d.Interface()
 		}

@@ -198,11 +198,11 @@
 // paths and explain them, restricted to the drifted fields: each drifted
 // value as compact JSON.
 //
-// go-cmp is consulted only when you pass [CmpOptions], and only then
-// linked into your program. Its reflective method lookups make the Go
+// go-cmp's comparison is consulted only when you pass [CmpOptions], and only
+// then linked into your program. Its reflective method lookups make the Go
 // linker keep every exported method of every linked type: the At operator's
-// binary is 62 MB with it, 48 MB without, and its resident memory 5 MiB
-// larger. A test of the At binary keeps it that way.
+// binary is 62 MB with it, 48 MB without, and its resident memory at rest
+// 5 MiB larger. A test of the At binary keeps it that way.
 //
 // The benchmarks in diff_bench_test.go measure it on a 2-container
 // Deployment (ports, env, resource limits) against the form kube-apiserver

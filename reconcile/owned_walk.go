@@ -144,7 +144,8 @@ func dropKeys[M ~map[K]V, K ~string, V any](w *walker, d, a M, owned bool, push 
 	eq := true
 	drop := func(k K, av V) (stop bool) {
 		n := push(string(k))
-		extra := !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(av))
+		// Through &av, so that a null value is present, not missing.
+		extra := !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(&av).Elem())
 		if extra && w.overlay {
 			delete(a, k)
 		}

@@ -238,20 +238,30 @@ func TestBinaryLetsTheLinkerDropUnusedMethods(t *testing.T) {
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
 		}
-		var found []string
+		var found, other []string
 		sc := bufio.NewScanner(stderr)
 		sc.Buffer(make([]byte, 0, 64*1024), 1<<20)
 		for sc.Scan() {
-			from, _, _ := strings.Cut(sc.Text(), " -> ")
-			if name, ok := strings.CutSuffix(from, " <ReflectMethod>"); ok && !slices.Contains(found, name) {
-				found = append(found, name)
+			from, to, edge := strings.Cut(sc.Text(), " -> ")
+			if !edge {
+				other = append(other, sc.Text()) // the compiler's or linker's own messages
+				continue
+			}
+			// The linker prints each symbol once, on the right, when it
+			// first finds it reachable, with its markers (several run
+			// together): "A -> B <UsedInIface><ReflectMethod>".
+			for _, side := range []string{from, to} {
+				name, markers, _ := strings.Cut(side, " <")
+				if strings.Contains(markers, "ReflectMethod>") && !slices.Contains(found, name) {
+					found = append(found, name)
+				}
 			}
 		}
 		if err := sc.Err(); err != nil {
 			t.Fatal(err)
 		}
 		if err := cmd.Wait(); err != nil {
-			t.Fatalf("go build %s: %v", pkg, err)
+			t.Fatalf("go build %s: %v\n%s", pkg, err, strings.Join(other, "\n"))
 		}
 		return found
 	}
