@@ -673,10 +673,10 @@ func TestSideBySideSmoke(t *testing.T) {
 		t.Errorf("%d kinds of write measured, want %d", len(cmp.writeCosts), len(writeKinds()))
 	}
 	for _, c := range cmp.writeCosts {
-		perRound := writeCostN * c.kind.perAt
-		if c.writes != writeCostRounds*perRound || c.leastSeen != perRound || c.apiserver <= 0 || len(c.apiserverRounds) != writeCostRounds {
-			t.Errorf("%s: %d writes, a watcher saw as few as %d of a round's, %v of API server CPU per write over %d rounds; want %d, %d, above zero, %d",
-				c.kind.name, c.writes, c.leastSeen, c.apiserver, len(c.apiserverRounds), writeCostRounds*perRound, perRound, writeCostRounds)
+		// measureWriteKind fails the test when a watch (or, for Events, a
+		// list) shows another number of writes than the kind sends.
+		if want := writeCostRounds * writeCostN * c.kind.perAt; c.writes != want {
+			t.Errorf("%s: %d writes seen in all, want %d", c.kind.name, c.writes, want)
 		}
 	}
 	for _, p := range cmp.pairs {
