@@ -324,13 +324,21 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 // pace 0, as fast as the 8 clients go.
 func createPaced(tb testing.TB, c client.Client, ats []*atv1.At, pace time.Duration) {
 	tb.Helper()
+	if err := eachPaced(ats, pace, func(at *atv1.At) error { return c.Create(context.Background(), at) }); err != nil {
+		tb.Fatalf("creating Ats: %v", err)
+	}
+}
+
+// eachPaced calls f with each At in order, one every pace (up to 8 calls
+// at once), and returns the first error.
+func eachPaced(ats []*atv1.At, pace time.Duration, f func(*atv1.At) error) error {
 	work := make(chan *atv1.At, len(ats))
 	var wg sync.WaitGroup
 	var failed atomic.Pointer[error]
 	for range 8 {
 		wg.Go(func() {
 			for at := range work {
-				if err := c.Create(context.Background(), at); err != nil {
+				if err := f(at); err != nil {
 					failed.CompareAndSwap(nil, &err)
 				}
 			}
@@ -344,8 +352,9 @@ func createPaced(tb testing.TB, c client.Client, ats []*atv1.At, pace time.Durat
 	close(work)
 	wg.Wait()
 	if err := failed.Load(); err != nil {
-		tb.Fatalf("creating Ats: %v", *err)
+		return *err
 	}
+	return nil
 }
 
 // createUnrelated creates n Pods that no At owns and no controller

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -238,25 +237,8 @@ func measureWriteKind(tb testing.TB, pl *plane, k writeKind, n int) (api, etcd t
 	idle := time.Since(idleStart)
 	began := time.Now()
 
-	work := make(chan *atv1.At)
-	var wg sync.WaitGroup
-	var failed atomic.Pointer[error]
-	for range 8 {
-		wg.Go(func() {
-			for at := range work {
-				if err := k.write(ctx, pl.admin, at); err != nil {
-					failed.CompareAndSwap(nil, &err)
-				}
-			}
-		})
-	}
-	for _, at := range ats {
-		work <- at
-	}
-	close(work)
-	wg.Wait()
-	if err := failed.Load(); err != nil {
-		tb.Fatalf("%s: %v", k.name, *err)
+	if err := eachPaced(ats, 0, func(at *atv1.At) error { return k.write(ctx, pl.admin, at) }); err != nil {
+		tb.Fatalf("%s: %v", k.name, err)
 	}
 	deadline := time.Now().Add(time.Minute)
 	for _, count := range seen {
