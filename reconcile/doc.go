@@ -88,6 +88,13 @@
 // the decision uses only the object already read. Parsed managedFields are
 // memoized by content (bounded; the result never depends on it).
 //
+// The live object must carry its managedFields, every manager's: ours say
+// what we wrote, the others' what we must leave. A cache transform that
+// strips them to save memory, such as controller-runtime's
+// cache.TransformStripManagedFields, turns all of this off without an
+// error: Ensure then compares only what desired sets, as before this
+// section. Strip them only for kinds you never pass to Ensure or Diff.
+//
 // # Ensure or EnsureApplied?
 //
 // Both read the object (a GET, served by the cache with a manager's client)
