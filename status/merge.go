@@ -18,6 +18,11 @@ func toJSONMap(v any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeJSONMap(b)
+}
+
+// decodeJSONMap decodes the JSON object b, numbers as json.Number.
+func decodeJSONMap(b []byte) (map[string]any, error) {
 	d := json.NewDecoder(bytes.NewReader(b))
 	d.UseNumber()
 	var m map[string]any

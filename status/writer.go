@@ -198,10 +198,7 @@ func jsonObject(v any) (map[string]any, error) {
 	if b = bytes.TrimSpace(b); len(b) == 0 || b[0] != '{' {
 		return nil, nil
 	}
-	d := json.NewDecoder(bytes.NewReader(b))
-	d.UseNumber()
-	var m map[string]any
-	return m, d.Decode(&m)
+	return decodeJSONMap(b)
 }
 
 // statusValue returns what encoding/json writes as obj's "status" field
