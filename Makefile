@@ -52,7 +52,7 @@ BENCH_PROFILE ?=
 bench: ## Measure the At operator against the classic controller and write BENCHMARKS.md.
 	@assets="$$($(ENVTEST_ASSETS))"; \
 	out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./freshness/ ./status/ | tee "$$out"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./drift/ ./freshness/ ./status/ | tee "$$out"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench BenchmarkAtVsClassic -benchtime=1x -timeout 120m ./examples/at/bench/ \
 		-args -at.n=$(BENCH_ATS) -at.workers=$(BENCH_WORKERS) -at.spread=$(BENCH_SPREAD) -at.unrelated=$(BENCH_UNRELATED) \
 		$(if $(BENCH_PROFILE),-at.cpuprofile="$(abspath $(BENCH_PROFILE))") \

@@ -53,6 +53,12 @@ func Classify(err error) (Class, time.Duration) {
 // [Classify] takes its Class() like a marker's, with the outermost explicit
 // decision winning, and [Reason] falls back to the error type's name when
 // nothing more specific is found.
+//
+// Two methods are optional. A Classed error of [ClassThrottled] that also
+// has RetryAfter() time.Duration asks for that delay, as [RetryAfter] does
+// (drift's hot-loop error waits out its hold-off this way); one that has
+// Reason() string names its condition reason, when the reason is one the
+// API server accepts, in place of its type's name.
 type Classed interface {
 	error
 	Class() Class
@@ -68,7 +74,11 @@ func asMarker(c Classed) *markerError {
 	if class == ClassNone {
 		class = ClassTransient // a non-nil error is a failure
 	}
-	return &markerError{wrapped: wrapped{unwrapOnce(c)}, class: class, reason: classedReason(c)}
+	var delay time.Duration
+	if r, ok := c.(interface{ RetryAfter() time.Duration }); ok && class == ClassThrottled {
+		delay = max(r.RetryAfter(), 0)
+	}
+	return &markerError{wrapped: wrapped{unwrapOnce(c)}, class: class, delay: delay, reason: classedReason(c)}
 }
 
 // unwrapOnce returns what c wraps, or c itself when it wraps nothing, so the
@@ -84,8 +94,14 @@ func unwrapOnce(c Classed) error {
 type opaque struct{ error }
 
 // classedReason is the fallback condition reason of a Classed error: the
-// name of its type ("StaleError"), when that is a valid reason.
+// reason it names with a Reason method, else the name of its type
+// ("StaleError"), when that is a valid reason.
 func classedReason(c Classed) string {
+	if r, ok := c.(interface{ Reason() string }); ok {
+		if name := r.Reason(); len(name) <= maxExplicitReasonLength && isConditionReason(name) {
+			return name
+		}
+	}
 	t := reflect.TypeOf(c)
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()

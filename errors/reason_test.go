@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -89,6 +90,53 @@ func TestClassedErrorsStateTheirOwnClass(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			if got, _ := errors.Classify(tt.err); got != tt.wantClass {
 				t.Errorf("Classify = %v, want %v", got, tt.wantClass)
+			}
+			if got := errors.Reason(tt.err); got != tt.wantReason {
+				t.Errorf("Reason = %q, want %q", got, tt.wantReason)
+			}
+		})
+	}
+}
+
+// heldOff is an error of another package that states its class, the delay
+// it asks for and its condition reason.
+type heldOff struct{ reason string }
+
+func (e heldOff) Error() string             { return "held off" }
+func (e heldOff) Class() errors.Class       { return errors.ClassThrottled }
+func (e heldOff) RetryAfter() time.Duration { return 3 * time.Minute }
+func (e heldOff) Reason() string            { return e.reason }
+
+// waitsSometime states a delay but not the throttled class.
+type waitsSometime struct{}
+
+func (waitsSometime) Error() string             { return "conflict" }
+func (waitsSometime) Class() errors.Class       { return errors.ClassConflict }
+func (waitsSometime) RetryAfter() time.Duration { return time.Hour }
+
+// TestClassedErrorsMayStateTheirDelayAndReason proves the optional methods
+// of a Classed error: RetryAfter is the delay of a throttled one (and of no
+// other class), Reason its condition reason when the API server would accept
+// it (the type's name otherwise).
+func TestClassedErrorsMayStateTheirDelayAndReason(t *testing.T) {
+	tests := []struct {
+		name       string
+		err        error
+		wantClass  errors.Class
+		wantDelay  time.Duration
+		wantReason string
+	}{
+		{"throttled with a delay and a reason", heldOff{reason: "HeldOff"}, errors.ClassThrottled, 3 * time.Minute, "HeldOff"},
+		{"wrapped with %w", fmt.Errorf("patch: %w", heldOff{reason: "HeldOff"}), errors.ClassThrottled, 3 * time.Minute, "HeldOff"},
+		{"a reason the API server refuses", heldOff{reason: "held off"}, errors.ClassThrottled, 3 * time.Minute, "heldOff"},
+		{"a delay on another class is ignored", waitsSometime{}, errors.ClassConflict, 0, "waitsSometime"},
+		{"an outer RetryAfter marker wins", errors.RetryAfter(heldOff{reason: "HeldOff"}, time.Second), errors.ClassThrottled, time.Second, "RetryAfter"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			class, delay := errors.Classify(tt.err)
+			if class != tt.wantClass || delay != tt.wantDelay {
+				t.Errorf("Classify = %v, %v; want %v, %v", class, delay, tt.wantClass, tt.wantDelay)
 			}
 			if got := errors.Reason(tt.err); got != tt.wantReason {
 				t.Errorf("Reason = %q, want %q", got, tt.wantReason)

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/status"
@@ -79,7 +80,7 @@ func ExampleLoop() {
 					errors.New("spec.replicas must not be negative"), "InvalidSpec"))
 			}
 			deploy := desiredDeployment(site)
-			if _, err := reconcile.Ensure(ctx, c, deploy, reconcile.Owner(site)); err != nil {
+			if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site)); err != nil {
 				return reconcile.Progress{}, err
 			}
 			// Ensure left the live Deployment in deploy.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
@@ -295,8 +296,8 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	controller := map[string]string{"controller": "stall-once"}
 	idle := func() bool {
 		return calls.Load() >= 2 &&
-			metricValue(t, "controller_runtime_active_workers", controller) == 0 &&
-			metricValue(t, "workqueue_depth", controller) == 0
+			metricstest.Value(t, "controller_runtime_active_workers", controller) == 0 &&
+			metricstest.Value(t, "workqueue_depth", controller) == 0
 	}
 	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return idle(), nil
@@ -306,11 +307,11 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	if n := calls.Load(); n != 2 {
 		t.Errorf("Sync calls = %d, want 2 (the create and the status write's update event)", n)
 	}
-	if n := metricValue(t, "workqueue_retries_total", controller); n != 0 {
+	if n := metricstest.Value(t, "workqueue_retries_total", controller); n != 0 {
 		t.Errorf("workqueue retries = %v, want 0: a permanent error must not be retried", n)
 	}
 	for _, result := range []string{"requeue", "requeue_after"} {
-		if n := metricValue(t, "controller_runtime_reconcile_total", map[string]string{"controller": "stall-once", "result": result}); n != 0 {
+		if n := metricstest.Value(t, "controller_runtime_reconcile_total", map[string]string{"controller": "stall-once", "result": result}); n != 0 {
 			t.Errorf("reconciles with result %s = %v, want 0", result, n)
 		}
 	}

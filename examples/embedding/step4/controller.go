@@ -1,5 +1,5 @@
 // Package step4 is step 4 of the embedding guide (docs/embedding.md): the
-// reconciler of step3 with reconcile.Ensure in place of the hand-written
+// reconciler of step3 with drift.Ensure in place of the hand-written
 // Get/Create/Update of its children. Ensure compares only the fields the
 // desired object sets, so the fields the API server defaulted are not
 // drift: a converged Website costs no write at all.
@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
 	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
 	"github.com/reconcilekit/reconcilekit/finalizer"
-	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
 )
@@ -92,10 +92,10 @@ func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) error
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
 	}
-	if _, err := reconcile.Ensure(ctx, r.Client, desiredDeployment(site), reconcile.Owner(site)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site)); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
-	if _, err := reconcile.Ensure(ctx, r.Client, desiredRecord(site, r.Directory)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory)); err != nil {
 		return fmt.Errorf("dns record: %w", err)
 	}
 	return nil

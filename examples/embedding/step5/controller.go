@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
 	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
 	"github.com/reconcilekit/reconcilekit/finalizer"
@@ -82,10 +83,10 @@ func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) (reco
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return reconcile.Progress{}, errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
 	}
-	if _, err := reconcile.Ensure(ctx, r.Client, desiredDeployment(site), reconcile.Owner(site)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("deployment: %w", err)
 	}
-	if _, err := reconcile.Ensure(ctx, r.Client, desiredRecord(site, r.Directory)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("dns record: %w", err)
 	}
 	return reconcile.Progress{Reason: "Deployed", Message: "serving " + site.Spec.Hostname}, nil

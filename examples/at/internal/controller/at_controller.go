@@ -4,7 +4,7 @@
 //   - reconcile.Loop runs the fetch / finalizer / status / requeue steps;
 //     this file only says what an At means and how far along it is (sync).
 //   - requeue.At waits for the schedule: no polling, no sleeping.
-//   - reconcile.Ensure creates the one Pod, owned by the At, and writes
+//   - drift.Ensure creates the one Pod, owned by the At, and writes
 //     nothing when it already exists.
 //   - errors.Permanent turns a schedule that cannot be parsed into a
 //     Stalled condition and one Warning event instead of a retry loop.
@@ -36,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/finalizer"
@@ -238,7 +239,7 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	}
 
 	pod := desiredPod(at)
-	outcome, err := reconcile.Ensure(ctx, r.client, pod, reconcile.Owner(at), reconcile.WithFieldOwner(Name))
+	outcome, err := drift.Ensure(ctx, r.client, pod, drift.Owner(at), drift.WithFieldOwner(Name))
 	if err != nil {
 		return reconcile.Progress{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}

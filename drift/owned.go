@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"bytes"
@@ -303,7 +303,7 @@ func entries(obj any, content map[string]any, f func(entry) bool) {
 }
 
 // errBadFields stands for a panic while parsing managedFields.
-var errBadFields = errors.New("reconcile: malformed managedFields")
+var errBadFields = errors.New("drift: malformed managedFields")
 
 // ownedMemo is one compiled managedFields content.
 type ownedMemo struct {

@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"context"
@@ -60,9 +60,9 @@ type Outcome struct {
 // On success desired holds the object as the server returned it, as after
 // client.Create. With [DetectHotLoops], a drift that keeps coming back is
 // not patched and Ensure returns a [*HotLoopError] with OperationUnchanged.
-func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (out Outcome, err error) {
+func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (out Outcome, err error) {
 	defer func() { observeEnsure(c, desired, out, err) }()
-	cfg := newEnsureConfig(opts)
+	cfg := newConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
 	}
@@ -92,10 +92,10 @@ func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ..
 // live object lacks (defaulted fields that mutate overwrote with their zero
 // value count as unchanged), and when it writes, it patches only the
 // drifted fields. A field mutate sets to its zero value is not drift: to
-// clear a field, use a pointer, [OwnMap] or [OwnList].
-func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...EnsureOption) (out Outcome, err error) {
+// clear a field, use a pointer or [Own].
+func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...Option) (out Outcome, err error) {
 	defer func() { observeEnsure(c, obj, out, err) }()
-	cfg := newEnsureConfig(opts)
+	cfg := newConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
 	}
@@ -129,7 +129,7 @@ func callMutate(mutate func() error, key client.ObjectKey, obj client.Object) er
 		return err
 	}
 	if client.ObjectKeyFromObject(obj) != key {
-		return fmt.Errorf("reconcile: mutate changed the object key from %s to %s", key, client.ObjectKeyFromObject(obj))
+		return fmt.Errorf("drift: mutate changed the object key from %s to %s", key, client.ObjectKeyFromObject(obj))
 	}
 	return nil
 }
@@ -137,7 +137,7 @@ func callMutate(mutate func() error, key client.ObjectKey, obj client.Object) er
 // getLive reads the live version of desired into a fresh object of its type.
 func getLive(ctx context.Context, c client.Client, desired client.Object) (client.Object, error) {
 	if desired.GetName() == "" {
-		return nil, fmt.Errorf("reconcile: ensure %T: desired has no name", desired)
+		return nil, fmt.Errorf("drift: ensure %T: desired has no name", desired)
 	}
 	live, err := emptyLike(desired, c.Scheme())
 	if err != nil {
@@ -158,7 +158,7 @@ func emptyLike(obj client.Object, scheme *runtime.Scheme) (client.Object, error)
 	}
 	t := reflect.TypeOf(obj)
 	if t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
-		return nil, fmt.Errorf("reconcile: %T is not a pointer to a struct", obj)
+		return nil, fmt.Errorf("drift: %T is not a pointer to a struct", obj)
 	}
 	return reflect.New(t.Elem()).Interface().(client.Object), nil
 }
@@ -172,7 +172,7 @@ func copyInto(dst, src client.Object) {
 	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
 }
 
-func create(ctx context.Context, c client.Client, cfg *ensureConfig, desired client.Object) (Outcome, error) {
+func create(ctx context.Context, c client.Client, cfg *config, desired client.Object) (Outcome, error) {
 	obj := desired.DeepCopyObject().(client.Object)
 	clearStatus(obj)
 	if cfg.owner != nil {
@@ -189,7 +189,7 @@ func create(ctx context.Context, c client.Client, cfg *ensureConfig, desired cli
 
 // writeOpts returns the field owner option as the option type a write call
 // takes.
-func writeOpts[T any](cfg *ensureConfig) []T {
+func writeOpts[T any](cfg *config) []T {
 	return []T{any(client.FieldOwner(cfg.diff.owner())).(T)}
 }
 
@@ -209,7 +209,7 @@ func clearStatus(obj client.Object) {
 
 // patchDrift compares want with live and patches the drift. On return
 // target holds the live object after any write.
-func patchDrift(ctx context.Context, c client.Client, cfg *ensureConfig, target, want, live client.Object) (Outcome, error) {
+func patchDrift(ctx context.Context, c client.Client, cfg *config, target, want, live client.Object) (Outcome, error) {
 	gvk, err := apiutil.GVKForObject(live, c.Scheme())
 	if err != nil {
 		return Outcome{}, err
@@ -265,7 +265,7 @@ func overlay(cfg *diffConfig, desired, merged client.Object) error {
 // merge patch that carries a list replaces the whole list, elements another
 // writer added since live was read included, so such a patch always carries
 // the optimistic lock: it fails with a Conflict instead of dropping them.
-func patchFor(cfg *ensureConfig, live, merged client.Object) (client.Patch, error) {
+func patchFor(cfg *config, live, merged client.Object) (client.Patch, error) {
 	var opts []client.MergeFromOption
 	if cfg.optimisticLock {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
@@ -318,7 +318,7 @@ func builtIn(gvk schema.GroupVersionKind) bool {
 // permanent; another controller is matched by *ownership.AlreadyOwnedError).
 func setController(owner, obj client.Object, scheme *runtime.Scheme) error {
 	if err := ownership.SetController(owner, obj, scheme); err != nil {
-		return fmt.Errorf("reconcile: set controller of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
+		return fmt.Errorf("drift: set controller of %s/%s: %w", obj.GetNamespace(), obj.GetName(), err)
 	}
 	return nil
 }

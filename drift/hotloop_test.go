@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"fmt"
@@ -7,18 +7,20 @@ import (
 	"time"
 
 	clocktesting "k8s.io/utils/clock/testing"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	h := &HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: time.Hour, Clock: clk}
 	for i := range 2 {
-		if _, hold, _ := h.observe("k", 7); hold {
+		if _, _, hold, _ := h.observe("k", 7); hold {
 			t.Fatalf("drift %d held back, want the first %d let through", i+1, 2)
 		}
 		clk.SetTime(clk.Now().Add(10 * time.Second))
 	}
-	until, hold, tripped := h.observe("k", 7)
+	_, until, hold, tripped := h.observe("k", 7)
 	if !hold || !tripped {
 		t.Fatalf("3rd same drift: hold=%v tripped=%v, want both", hold, tripped)
 	}
@@ -26,11 +28,11 @@ func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
 		t.Errorf("until = %v, want %v", until, want)
 	}
 	// Any drift of the object is held during the hold-off, without tripping again.
-	if _, hold, tripped := h.observe("k", 8); !hold || tripped {
+	if _, _, hold, tripped := h.observe("k", 8); !hold || tripped {
 		t.Errorf("during hold-off: hold=%v tripped=%v, want held, not tripped again", hold, tripped)
 	}
 	clk.SetTime(until)
-	if _, hold, _ := h.observe("k", 7); hold {
+	if _, _, hold, _ := h.observe("k", 7); hold {
 		t.Errorf("after hold-off: held, want let through and counting anew")
 	}
 }
@@ -40,13 +42,13 @@ func TestHotLoopDetectorIgnoresChangingDesiredAndSlowDrifts(t *testing.T) {
 	h := &HotLoopDetector{Threshold: 2, Window: time.Minute, Clock: clk}
 	// A user editing desired: each drift has other desired values.
 	for fp := range uint64(5) {
-		if _, hold, _ := h.observe("a", fp); hold {
+		if _, _, hold, _ := h.observe("a", fp); hold {
 			t.Fatalf("changing desired (fingerprint %d) held back", fp)
 		}
 	}
 	// The same drift, but further apart than the window.
 	for i := range 5 {
-		if _, hold, _ := h.observe("b", 1); hold {
+		if _, _, hold, _ := h.observe("b", 1); hold {
 			t.Fatalf("slow drift %d held back", i)
 		}
 		clk.SetTime(clk.Now().Add(2 * time.Minute))
@@ -76,7 +78,7 @@ func TestHotLoopDetectorIsSafeForConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, hd, tr := h.observe("same", 1)
+			_, _, hd, tr := h.observe("same", 1)
 			h.observe(fmt.Sprint("other", i%7), uint64(i))
 			mu.Lock()
 			defer mu.Unlock()
@@ -94,22 +96,44 @@ func TestHotLoopDetectorIsSafeForConcurrentUse(t *testing.T) {
 	}
 }
 
+// TestHotLoopDetectorZeroValueUsesDefaults proves the defaults the fields
+// document: the 5th same drift trips the detector, for 5 minutes.
 func TestHotLoopDetectorZeroValueUsesDefaults(t *testing.T) {
-	var h HotLoopDetector
-	for i := range DefaultHotLoopThreshold - 1 {
-		if _, hold, _ := h.observe("k", 1); hold {
+	h := HotLoopDetector{Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
+	for i := range 4 {
+		if _, _, hold, _ := h.observe("k", 1); hold {
 			t.Fatalf("drift %d held back before the default threshold", i+1)
 		}
 	}
-	until, hold, _ := h.observe("k", 1)
+	now, until, hold, _ := h.observe("k", 1)
 	if !hold {
 		t.Fatalf("default threshold reached, not held")
 	}
-	if d := time.Until(until); d <= DefaultHotLoopHoldOff-time.Minute || d > DefaultHotLoopHoldOff {
-		t.Errorf("hold-off %v, want about %v", d, DefaultHotLoopHoldOff)
+	if d := until.Sub(now); d != 5*time.Minute {
+		t.Errorf("hold-off %v, want 5m", d)
 	}
 	if got := (&HotLoopError{Object: "Widget ns/w", Paths: []string{"spec.x"}, Until: time.Unix(0, 0)}).Error(); got !=
-		`reconcile: hot loop on Widget ns/w: spec.x keep drifting back; not patching until 1970-01-01T00:00:00Z` {
+		`drift: hot loop on Widget ns/w: spec.x keep drifting back; not patching until 1970-01-01T00:00:00Z` {
 		t.Errorf("Error() = %q", got)
+	}
+}
+
+// TestHotLoopErrorIsThrottledForItsHoldOff proves a held-back write is
+// classed throttled with the hold-off left as its delay and ReasonHotLoop as
+// its reason, also wrapped, so requeue.Policy waits the hold-off out instead
+// of retrying with backoff.
+func TestHotLoopErrorIsThrottledForItsHoldOff(t *testing.T) {
+	herr := &HotLoopError{Object: "Widget ns/w", Paths: []string{"spec.x"}, Until: time.Unix(300, 0), Left: 4 * time.Minute}
+	for _, err := range []error{herr, fmt.Errorf("ensure pod: %w", herr)} {
+		class, delay := errors.Classify(err)
+		if class != errors.ClassThrottled || delay != 4*time.Minute {
+			t.Errorf("Classify(%v) = %v, %v; want throttled, 4m", err, class, delay)
+		}
+		if r := errors.Reason(err); r != ReasonHotLoop {
+			t.Errorf("Reason(%v) = %q, want %q", err, r, ReasonHotLoop)
+		}
+		if !errors.Is(err, ErrHotLoop) {
+			t.Errorf("%v does not match ErrHotLoop", err)
+		}
 	}
 }

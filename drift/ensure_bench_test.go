@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"context"
@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
@@ -57,9 +57,9 @@ func BenchmarkEnsure(b *testing.B) {
 					d.Spec.Template.Spec.Containers[0].Image = image
 					var err error
 					if apply {
-						_, err = reconcile.EnsureApplied(b.Context(), c, d)
+						_, err = drift.EnsureApplied(b.Context(), c, d)
 					} else {
-						_, err = reconcile.Ensure(b.Context(), c, d)
+						_, err = drift.Ensure(b.Context(), c, d)
 					}
 					if err != nil {
 						b.Fatal(err)

@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"context"
@@ -15,7 +15,7 @@ import (
 )
 
 // env is the package's one control plane. Every envtest test in
-// reconcile_test (also those of other files in this package) uses it.
+// drift_test uses it.
 var env testenv.Env
 
 func TestMain(m *testing.M) {

@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"fmt"
@@ -8,18 +8,19 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// DiffOption configures [Diff]. Every DiffOption is also an [EnsureOption],
-// so the same values can be passed to [Ensure] and its variants.
-// Options are plain values: build them once and reuse them.
-type DiffOption func(*diffConfig)
+// Option configures [Diff], [Ensure], [EnsureMutate] and [EnsureApplied]:
+// the same values compare by the same rules everywhere. Options that shape a
+// write ([Owner], [OptimisticLock], [DetectHotLoops], [ForceOwnership]) mean
+// nothing to Diff, which ignores them. Options are plain values: build them
+// once and reuse them.
+type Option func(*config)
 
-// diffConfig is the resolved set of DiffOptions.
+// diffConfig is what the Options say about comparing.
 type diffConfig struct {
 	compareStatus    bool
 	compareOwnerRefs bool
 	ignore           []pathPattern
-	ownMap           []pathPattern
-	ownList          []pathPattern
+	own              []pathPattern
 	listKeys         []listKeyRule
 	cmpOpts          []cmp.Option
 	// cmpEqual is cmp.Equal under cmpOpts; set only by CmpOptions, so that
@@ -52,7 +53,7 @@ func (c *diffConfig) owner() string {
 // hasRules reports whether the walk must track the current path even when it
 // is only deciding equality.
 func (c *diffConfig) hasRules() bool {
-	return len(c.ignore) > 0 || len(c.ownMap) > 0 || len(c.ownList) > 0 || len(c.listKeys) > 0
+	return len(c.ignore) > 0 || len(c.own) > 0 || len(c.listKeys) > 0
 }
 
 func (c *diffConfig) addPatterns(dst *[]pathPattern, paths []string) {
@@ -72,39 +73,32 @@ func (c *diffConfig) addPatterns(dst *[]pathPattern, paths []string) {
 // below them. Paths use the syntax of [Comparison.Paths]; a bracket segment
 // may be the wildcard [*], matching any list element or map key, as in
 // "spec.template.spec.containers[*].imagePullPolicy".
-func IgnorePaths(paths ...string) DiffOption {
-	return func(c *diffConfig) { c.addPatterns(&c.ignore, paths) }
+func IgnorePaths(paths ...string) Option {
+	return func(c *config) { c.diff.addPatterns(&c.diff.ignore, paths) }
 }
 
 // CompareStatus makes [Diff] compare the status field, which it ignores by
 // default. [Ensure] never writes status, whatever the options: status belongs
 // to the status subresource.
-func CompareStatus() DiffOption {
-	return func(c *diffConfig) { c.compareStatus = true }
+func CompareStatus() Option {
+	return func(c *config) { c.diff.compareStatus = true }
 }
 
 // CompareOwnerReferences makes [Diff] compare metadata.ownerReferences
 // (matched by uid), which it ignores by default. [Ensure] turns it on by
 // itself when given an [Owner].
-func CompareOwnerReferences() DiffOption {
-	return func(c *diffConfig) { c.compareOwnerRefs = true }
+func CompareOwnerReferences() Option {
+	return func(c *config) { c.diff.compareOwnerRefs = true }
 }
 
-// OwnMap declares that desired owns the whole map at each path: keys the
-// actual map has and desired lacks are drift (and [Ensure] removes them). An
-// empty or nil desired map then means "no keys". By default extra keys are
-// someone else's business.
-func OwnMap(paths ...string) DiffOption {
-	return func(c *diffConfig) { c.addPatterns(&c.ownMap, paths) }
-}
-
-// OwnList declares that desired owns the whole list at each path: elements the
-// actual list has and desired lacks are drift (and [Ensure] removes them). An
-// empty or nil desired list then means "no elements". By default a keyed list
-// may hold extra elements added by others, and so may an unkeyed list of
-// objects; OwnList makes either one value, compared whole and in order.
-func OwnList(paths ...string) DiffOption {
-	return func(c *diffConfig) { c.addPatterns(&c.ownList, paths) }
+// Own declares that desired owns the whole map or list at each path: keys
+// or elements the actual map or list has and desired lacks are drift (and
+// [Ensure] removes them). An empty or nil desired value then means "no keys"
+// or "no elements". By default extra keys are someone else's business, and
+// so are extra elements of a keyed list or of an unkeyed list of objects;
+// an owned list is one value, compared whole and in order.
+func Own(paths ...string) Option {
+	return func(c *config) { c.diff.addPatterns(&c.diff.own, paths) }
 }
 
 // ListKey matches the elements of the list at path by the field key instead
@@ -113,19 +107,19 @@ func OwnList(paths ...string) DiffOption {
 // caller declares keys other than "name". The key is a JSON field name.
 //
 // [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
-func ListKey(path, key string) DiffOption {
-	return func(c *diffConfig) {
+func ListKey(path, key string) Option {
+	return func(c *config) {
 		pp, err := parsePathPattern(path)
 		if err == nil && key == "" {
 			err = fmt.Errorf("%w: empty list key for %q", ErrInvalidPath, path)
 		}
 		if err != nil {
-			if c.err == nil {
-				c.err = err
+			if c.diff.err == nil {
+				c.diff.err = err
 			}
 			return
 		}
-		c.listKeys = append(c.listKeys, listKeyRule{at: pp, key: key})
+		c.diff.listKeys = append(c.diff.listKeys, listKeyRule{at: pp, key: key})
 	}
 }
 
@@ -141,10 +135,10 @@ const DefaultFieldOwner = "reconcilekit"
 // wrote before that desired no longer sets is drift (see the package
 // documentation, "Fields we wrote before"). Default [DefaultFieldOwner]; an
 // empty name keeps the default.
-func WithFieldOwner(name string) DiffOption {
-	return func(c *diffConfig) {
+func WithFieldOwner(name string) Option {
+	return func(c *config) {
 		if name != "" {
-			c.fieldOwner = name
+			c.diff.fieldOwner = name
 		}
 	}
 }
@@ -159,13 +153,13 @@ func WithFieldOwner(name string) DiffOption {
 // turns off the Go linker's removal of unused methods for the whole
 // program. The At operator's binary is 62 MB with that code and 48 MB
 // without, and its resident memory at rest 5 MiB larger.
-func CmpOptions(opts ...cmp.Option) DiffOption {
-	return func(c *diffConfig) {
+func CmpOptions(opts ...cmp.Option) Option {
+	return func(c *config) {
 		if len(opts) == 0 {
 			return
 		}
-		c.cmpOpts = append(c.cmpOpts, opts...)
-		c.cmpEqual = cmpEqual
+		c.diff.cmpOpts = append(c.diff.cmpOpts, opts...)
+		c.diff.cmpEqual = cmpEqual
 	}
 }
 

@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"bytes"
@@ -18,11 +18,11 @@ import (
 // its [unstructured.Unstructured] form.
 //
 // [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
-var ErrNotComparable = errors.New("reconcile: values are not comparable")
+var ErrNotComparable = errors.New("drift: values are not comparable")
 
 // ErrInvalidPath is returned (wrapped) by [Diff] and [Ensure] when a path
 // given to an option such as [IgnorePaths] cannot be parsed.
-var ErrInvalidPath = errors.New("reconcile: invalid path")
+var ErrInvalidPath = errors.New("drift: invalid path")
 
 // Comparison is the outcome of [Diff]: whether actual already has everything
 // desired sets and, when not, where and how it differs.
@@ -60,7 +60,7 @@ func (c Comparison) String() string {
 //     list or map, a zero Quantity or time) is not set, so it is never drift:
 //     the server may default it and other writers may own it. To demand a
 //     zero value, use a pointer field (a non-nil pointer is always compared,
-//     even to 0 or false) or, for maps and lists, [OwnMap] and [OwnList].
+//     even to 0 or false) or, for maps and lists, [Own].
 //     Map values and list elements are always compared, zero or not.
 //   - apiVersion, kind, status and metadata other than labels and
 //     annotations are ignored ([CompareStatus], [CompareOwnerReferences]).
@@ -78,7 +78,7 @@ func (c Comparison) String() string {
 //     are not drift; a missing one is drift of the whole list. Lists of
 //     scalars (args, command) are one value: same length, same order.
 //   - Maps: desired's keys must be present with equal values; extra keys in
-//     actual are not drift unless [OwnMap] says so.
+//     actual are not drift unless [Own] says so.
 //   - Fields we wrote before: what the field owner ([WithFieldOwner],
 //     default [DefaultFieldOwner]) owns in actual's metadata.managedFields,
 //     no other field manager owns, and desired no longer sets is drift: any
@@ -102,15 +102,15 @@ func (c Comparison) String() string {
 // Deciding allocates little and does not use go-cmp (unless [CmpOptions] asks
 // for it); only when there is drift does Diff walk again to collect paths and
 // explain them, each drifted value as JSON.
-func Diff(desired, actual any, opts ...DiffOption) (Comparison, error) {
-	var cfg diffConfig
+func Diff(desired, actual any, opts ...Option) (Comparison, error) {
+	var cfg config
 	for _, o := range opts {
 		o(&cfg)
 	}
-	if cfg.err != nil {
-		return Comparison{}, cfg.err
+	if cfg.diff.err != nil {
+		return Comparison{}, cfg.diff.err
 	}
-	return diff(&cfg, desired, actual)
+	return diff(&cfg.diff, desired, actual)
 }
 
 func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {

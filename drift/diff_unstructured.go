@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"math"
@@ -98,7 +98,7 @@ func (w *walker) jsonObject(d, a map[string]any, m mode, quantity bool) bool {
 		}
 	}
 	switch {
-	case m == modeNormal && len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path):
+	case m == modeNormal && len(w.cfg.own) > 0 && anyMatch(w.cfg.own, w.path):
 		eq = dropKeys(w, d, a, true, w.pushName) && eq
 	case own != nil:
 		eq = w.jsonOwned(d, a, m) && eq

@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/drift"
 )
 
 func deploymentSeeds(f *testing.F) [][]byte {
@@ -42,10 +42,10 @@ func deploymentSeeds(f *testing.F) [][]byte {
 // field rules with whatever managedFields they make up.
 func owners(obj interface {
 	GetManagedFields() []metav1.ManagedFieldsEntry
-}) [][]reconcile.DiffOption {
-	out := [][]reconcile.DiffOption{nil}
+}) [][]drift.Option {
+	out := [][]drift.Option{nil}
 	for _, mf := range obj.GetManagedFields() {
-		out = append(out, []reconcile.DiffOption{reconcile.WithFieldOwner(mf.Manager)})
+		out = append(out, []drift.Option{drift.WithFieldOwner(mf.Manager)})
 	}
 	return out
 }
@@ -53,10 +53,10 @@ func owners(obj interface {
 // checkInvariants asserts what must hold for any inputs: no error for
 // comparable inputs, x equals itself and its copy, Equal iff no paths,
 // sorted paths, a report exactly when there is drift, same answer twice.
-func checkInvariants(t *testing.T, x, y, xCopy any, opts ...reconcile.DiffOption) {
+func checkInvariants(t *testing.T, x, y, xCopy any, opts ...drift.Option) {
 	t.Helper()
 	for _, pair := range [][2]any{{x, x}, {x, xCopy}} {
-		got, err := reconcile.Diff(pair[0], pair[1], opts...)
+		got, err := drift.Diff(pair[0], pair[1], opts...)
 		if err != nil {
 			t.Fatalf("Diff(x, x): %v", err)
 		}
@@ -64,7 +64,7 @@ func checkInvariants(t *testing.T, x, y, xCopy any, opts ...reconcile.DiffOption
 			t.Fatalf("Diff(x, x) not equal:\n%s", got.Report)
 		}
 	}
-	got, err := reconcile.Diff(x, y, opts...)
+	got, err := drift.Diff(x, y, opts...)
 	if err != nil {
 		t.Fatalf("Diff(x, y): %v", err)
 	}
@@ -74,7 +74,7 @@ func checkInvariants(t *testing.T, x, y, xCopy any, opts ...reconcile.DiffOption
 	if !slices.IsSorted(got.Paths) {
 		t.Fatalf("paths not sorted: %q", got.Paths)
 	}
-	again, _ := reconcile.Diff(x, y, opts...)
+	again, _ := drift.Diff(x, y, opts...)
 	if diff := cmp.Diff(got.Paths, again.Paths); diff != "" || got.Report != again.Report {
 		t.Fatalf("second Diff differs (-first +second):\n%s", diff)
 	}
@@ -95,13 +95,13 @@ func FuzzDiffTyped(f *testing.F) {
 		for _, owner := range owners(&y) {
 			checkInvariants(t, &x, &y, x.DeepCopy(), owner...)
 		}
-		if _, err := reconcile.Diff(&x, &y, reconcile.OwnList(path), reconcile.OwnMap(path), reconcile.IgnorePaths(path+"[*]"), reconcile.ListKey(path, "image")); err != nil {
-			if !errors.Is(err, reconcile.ErrInvalidPath) {
+		if _, err := drift.Diff(&x, &y, drift.Own(path), drift.Own(path), drift.IgnorePaths(path+"[*]"), drift.ListKey(path, "image")); err != nil {
+			if !errors.Is(err, drift.ErrInvalidPath) {
 				t.Fatalf("bad path %q: %v, want ErrInvalidPath", path, err)
 			}
 			return
 		}
-		checkInvariants(t, &x, &y, x.DeepCopy(), reconcile.OwnList(path), reconcile.OwnMap(path), reconcile.IgnorePaths(path+"[*]"))
+		checkInvariants(t, &x, &y, x.DeepCopy(), drift.Own(path), drift.Own(path), drift.IgnorePaths(path+"[*]"))
 	})
 }
 
@@ -122,9 +122,9 @@ func FuzzDiffUnstructured(f *testing.F) {
 				checkInvariants(t, ux, uy, ux.DeepCopy(), owner...)
 			}
 		}
-		opts := []reconcile.DiffOption{reconcile.OwnList(path), reconcile.OwnMap(path), reconcile.ListKey(path, "name")}
-		if _, err := reconcile.Diff(ux, uy, opts...); err != nil {
-			if !errors.Is(err, reconcile.ErrInvalidPath) {
+		opts := []drift.Option{drift.Own(path), drift.Own(path), drift.ListKey(path, "name")}
+		if _, err := drift.Diff(ux, uy, opts...); err != nil {
+			if !errors.Is(err, drift.ErrInvalidPath) {
 				t.Fatalf("bad path %q: %v, want ErrInvalidPath", path, err)
 			}
 			return
@@ -153,7 +153,7 @@ func FuzzDiffManagedFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, oursRaw, theirsRaw []byte, op string) {
 		l := live.DeepCopy()
 		l.ManagedFields = []metav1.ManagedFieldsEntry{
-			{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(oursRaw))},
+			{Manager: drift.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(oursRaw))},
 			{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(theirsRaw))},
 		}
 		desired := webDeployment()

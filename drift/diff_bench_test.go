@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"flag"
@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/drift"
 )
 
 // defaultedFile is webDeployment as kube-apiserver 1.37 returned it after
@@ -46,7 +46,7 @@ func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 	ctx := t.Context()
 	d := webDeployment()
 	d.Namespace = env.Namespace(t)
-	if _, err := reconcile.Ensure(ctx, c, d); err != nil {
+	if _, err := drift.Ensure(ctx, c, d); err != nil {
 		t.Fatal(err)
 	}
 	var live appsv1.Deployment
@@ -74,8 +74,8 @@ func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff(fields(stored), fields(&live)); diff != "" || len(stored.ManagedFields) != 1 || stored.ManagedFields[0].Manager != reconcile.DefaultFieldOwner {
-		t.Errorf("%s has stale managedFields (-stored +server), want only %s's; run go test -run %s -update:\n%s", defaultedFile, reconcile.DefaultFieldOwner, t.Name(), diff)
+	if diff := cmp.Diff(fields(stored), fields(&live)); diff != "" || len(stored.ManagedFields) != 1 || stored.ManagedFields[0].Manager != drift.DefaultFieldOwner {
+		t.Errorf("%s has stale managedFields (-stored +server), want only %s's; run go test -run %s -update:\n%s", defaultedFile, drift.DefaultFieldOwner, t.Name(), diff)
 	}
 	if reflect.DeepEqual(webDeployment().Spec, stored.Spec) {
 		t.Errorf("the stored form equals the desired form: the server applied no defaults?")
@@ -96,11 +96,11 @@ func benchInputs(tb testing.TB) (desired, defaultedLive, changed *appsv1.Deploym
 // benchmark inputs, so what the package doc says of them is a fact.
 func TestBenchmarkVerdicts(t *testing.T) {
 	desired, live, changed := benchInputs(t)
-	got, err := reconcile.Diff(desired, live)
+	got, err := drift.Diff(desired, live)
 	if err != nil || !got.Equal {
 		t.Errorf("Diff(desired, defaulted) = %v, %v; want equal", got, err)
 	}
-	if got, _ := reconcile.Diff(changed, live); got.Equal {
+	if got, _ := drift.Diff(changed, live); got.Equal {
 		t.Errorf("Diff(changed, defaulted) is equal, want drift")
 	}
 	if !equality.Semantic.DeepDerivative(desired.Spec, live.Spec) {
@@ -134,20 +134,20 @@ func BenchmarkCompareChangedImage(b *testing.B) {
 }
 
 func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
-	b.Run("reconcile.Diff", func(b *testing.B) {
+	b.Run("drift.Diff", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := reconcile.Diff(desired, live)
+			c, err := drift.Diff(desired, live)
 			if err != nil {
 				b.Fatal(err)
 			}
 			sink = c.Report
 		}
 	})
-	b.Run("reconcile.Diff/spec-only", func(b *testing.B) {
+	b.Run("drift.Diff/spec-only", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := reconcile.Diff(&desired.Spec, &live.Spec)
+			c, err := drift.Diff(&desired.Spec, &live.Spec)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -155,13 +155,13 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 		}
 	})
 	// The live object's managedFields hold our field owner's entry, so
-	// reconcile.Diff also looks for fields we wrote before; without it:
+	// drift.Diff also looks for fields we wrote before; without it:
 	notOurs := live.DeepCopy()
 	notOurs.ManagedFields = nil
-	b.Run("reconcile.Diff/no-managedFields", func(b *testing.B) {
+	b.Run("drift.Diff/no-managedFields", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := reconcile.Diff(desired, notOurs)
+			c, err := drift.Diff(desired, notOurs)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -173,10 +173,10 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 	ud.SetKind("Deployment")
 	ul.SetAPIVersion("apps/v1")
 	ul.SetKind("Deployment")
-	b.Run("reconcile.Diff/unstructured", func(b *testing.B) {
+	b.Run("drift.Diff/unstructured", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := reconcile.Diff(ud, ul)
+			c, err := drift.Diff(ud, ul)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"context"
@@ -23,9 +23,9 @@ import (
 // right away. See "Ensure or EnsureApplied?" in the package documentation.
 //
 // On success desired holds the object as the server returned it.
-func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...EnsureOption) (out Outcome, err error) {
+func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (out Outcome, err error) {
 	defer func() { observeEnsure(c, desired, out, err) }()
-	cfg := newEnsureConfig(opts)
+	cfg := newConfig(opts)
 	if cfg.diff.err != nil {
 		return Outcome{}, cfg.diff.err
 	}
@@ -95,7 +95,7 @@ func applyContent(desired client.Object, scheme *runtime.Scheme) (*unstructured.
 	if u, ok := desired.(*unstructured.Unstructured); ok {
 		m = runtime.DeepCopyJSON(u.Object)
 	} else if m, err = runtime.DefaultUnstructuredConverter.ToUnstructured(desired); err != nil {
-		return nil, fmt.Errorf("reconcile: converting %T for apply: %w", desired, err)
+		return nil, fmt.Errorf("drift: converting %T for apply: %w", desired, err)
 	}
 	delete(m, "status")
 	if meta, ok := m["metadata"].(map[string]any); ok {
@@ -143,7 +143,7 @@ func fromUnstructured(u *unstructured.Unstructured, dst client.Object) error {
 		return err
 	}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(u.Object, fresh); err != nil {
-		return fmt.Errorf("reconcile: reading the applied object into %T: %w", dst, err)
+		return fmt.Errorf("drift: reading the applied object into %T: %w", dst, err)
 	}
 	copyInto(dst, fresh)
 	return nil

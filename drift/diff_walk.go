@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"bytes"
@@ -412,7 +412,7 @@ func (w *walker) special(s special, d, a reflect.Value, set bool) bool {
 // list compares a typed slice or a JSON list ([]any); f is the struct field
 // holding it, nil for none.
 func (w *walker) list(d, a reflect.Value, f *fieldInfo) bool {
-	owned := len(w.cfg.ownList) > 0 && anyMatch(w.cfg.ownList, w.path)
+	owned := len(w.cfg.own) > 0 && anyMatch(w.cfg.own, w.path)
 	if d.Len() == 0 && !owned {
 		return w.own == nil || w.unset(a, f)
 	}
@@ -666,7 +666,7 @@ func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
 }
 
 // extras handles the elements of the list a that desired does not keep
-// (keep[j] false): with owned (OwnList) each is drift; otherwise those we
+// (keep[j] false): with owned (Own) each is drift; otherwise those we
 // own and may drop are. Drift is removed from a when overlaying. k names
 // elements in paths when the list is keyed by the walk's rules; elements
 // dropped for ownership are named by the key the API server gives them.
@@ -711,7 +711,7 @@ func (w *walker) extras(a reflect.Value, keep []bool, k keying, owned bool) bool
 // by the walk's rules, a distinct element of actual, in any order.
 // Elements the server or an admission plugin added (default tolerations)
 // are not drift. A missing element is drift of the whole list, which has no
-// key to address one element by; OwnList makes the list compared whole, in
+// key to address one element by; Own makes the list compared whole, in
 // order. It returns which actual elements desired used.
 func (w *walker) subset(d, a reflect.Value) ([]bool, bool) {
 	used := make([]bool, a.Len())
@@ -739,7 +739,7 @@ func (w *walker) equal(d, a reflect.Value) bool {
 }
 
 func (w *walker) mapValue(d, a reflect.Value) bool {
-	owned := len(w.cfg.ownMap) > 0 && anyMatch(w.cfg.ownMap, w.path)
+	owned := len(w.cfg.own) > 0 && anyMatch(w.cfg.own, w.path)
 	if d.Len() == 0 && !owned {
 		return w.own == nil || w.unset(a, nil)
 	}
@@ -799,7 +799,7 @@ func (w *walker) entryValue(d, a reflect.Value) bool {
 }
 
 // reflectExtras is extras for maps the walk compares by reflection: keys
-// of a that d lacks are drift when the map is owned (OwnMap), or when we own
+// of a that d lacks are drift when the map is owned (Own), or when we own
 // them and may drop them.
 func (w *walker) reflectExtras(d, a reflect.Value, owned bool) bool {
 	var keys []reflect.Value

@@ -1,17 +1,11 @@
-package reconcile
+package drift
 
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// EnsureOption configures [Ensure], [EnsureMutate] and [EnsureApplied]. Every
-// [DiffOption] is an EnsureOption, so Ensure compares by the same rules Diff
-// does.
-type EnsureOption interface {
-	applyEnsure(*ensureConfig)
-}
-
-type ensureConfig struct {
+// config is the resolved set of Options.
+type config struct {
 	diff           diffConfig
 	owner          client.Object
 	optimisticLock bool
@@ -19,16 +13,11 @@ type ensureConfig struct {
 	force          bool
 }
 
-func (o DiffOption) applyEnsure(c *ensureConfig) { o(&c.diff) }
-
-type ensureOptionFunc func(*ensureConfig)
-
-func (f ensureOptionFunc) applyEnsure(c *ensureConfig) { f(c) }
-
-func newEnsureConfig(opts []EnsureOption) *ensureConfig {
-	cfg := &ensureConfig{}
+// newConfig resolves the options of a write.
+func newConfig(opts []Option) *config {
+	cfg := &config{}
 	for _, o := range opts {
-		o.applyEnsure(cfg)
+		o(cfg)
 	}
 	// Status belongs to the status subresource: Ensure never compares or
 	// writes it through the main resource.
@@ -44,8 +33,8 @@ func newEnsureConfig(opts []EnsureOption) *ensureConfig {
 // without it gets it patched in. An object controlled by another owner is an
 // error. owner must be in the client's scheme and, for a namespaced object,
 // be cluster-scoped or in the same namespace.
-func Owner(owner client.Object) EnsureOption {
-	return ensureOptionFunc(func(c *ensureConfig) { c.owner = owner })
+func Owner(owner client.Object) Option {
+	return func(c *config) { c.owner = owner }
 }
 
 // OptimisticLock makes patches carry the live object's resourceVersion, so a
@@ -57,19 +46,19 @@ func Owner(owner client.Object) EnsureOption {
 // whole, so Ensure locks such a patch even without this option.
 // [EnsureApplied] ignores it: server-side apply detects conflicting writers
 // per field.
-func OptimisticLock() EnsureOption {
-	return ensureOptionFunc(func(c *ensureConfig) { c.optimisticLock = true })
+func OptimisticLock() Option {
+	return func(c *config) { c.optimisticLock = true }
 }
 
 // DetectHotLoops makes Ensure report drifts to d, which stops patching an
 // object whose same fields keep drifting back. One detector should be shared
 // by all reconciles of a controller.
-func DetectHotLoops(d *HotLoopDetector) EnsureOption {
-	return ensureOptionFunc(func(c *ensureConfig) { c.hotLoops = d })
+func DetectHotLoops(d *HotLoopDetector) Option {
+	return func(c *config) { c.hotLoops = d }
 }
 
 // ForceOwnership makes [EnsureApplied] take over fields another field manager
 // owns instead of failing with a conflict.
-func ForceOwnership() EnsureOption {
-	return ensureOptionFunc(func(c *ensureConfig) { c.force = true })
+func ForceOwnership() Option {
+	return func(c *config) { c.force = true }
 }

@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"context"
@@ -13,7 +13,7 @@ import (
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/drift"
 )
 
 func exampleDeployment(image string) *appsv1.Deployment {
@@ -45,10 +45,10 @@ func ExampleDiff() {
 		cs[i].ImagePullPolicy = corev1.PullIfNotPresent // server default
 	}
 
-	same, _ := reconcile.Diff(exampleDeployment("nginx:1.25"), live)
+	same, _ := drift.Diff(exampleDeployment("nginx:1.25"), live)
 	fmt.Println("equal:", same.Equal)
 
-	changed, _ := reconcile.Diff(exampleDeployment("nginx:1.26"), live)
+	changed, _ := drift.Diff(exampleDeployment("nginx:1.26"), live)
 	fmt.Println("equal:", changed.Equal)
 	fmt.Println("paths:", changed.Paths)
 	fmt.Print(changed.Report)
@@ -76,7 +76,7 @@ func ExampleDiff_unstructured() {
 			map[string]any{"port": int64(80), "targetPort": int64(8081), "protocol": "TCP"},
 		}},
 	}}
-	c, err := reconcile.Diff(desired, live, reconcile.ListKey("spec.ports", "port"))
+	c, err := drift.Diff(desired, live, drift.ListKey("spec.ports", "port"))
 	fmt.Println(c.Paths, err)
 	// Output:
 	// [spec.ports[port=80].targetPort] <nil>
@@ -93,11 +93,11 @@ func ExampleDiff_fieldsWeWroteBefore() {
 		return `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`
 	}
 	live.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: reconcile.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("LOG"))},
+		{Manager: drift.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("LOG"))},
 		{Manager: "injector", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("INJECTED"))},
 	}
 
-	c, _ := reconcile.Diff(exampleDeployment("nginx:1.25"), live)
+	c, _ := drift.Diff(exampleDeployment("nginx:1.25"), live)
 	fmt.Println(c.Paths)
 	fmt.Print(c.Report)
 	// Output:
@@ -113,7 +113,7 @@ func ExampleEnsure() {
 	c := fake.NewClientBuilder().Build()
 
 	for _, image := range []string{"nginx:1.25", "nginx:1.25", "nginx:1.26"} {
-		out, err := reconcile.Ensure(ctx, c, exampleDeployment(image))
+		out, err := drift.Ensure(ctx, c, exampleDeployment(image))
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -134,7 +134,7 @@ func ExampleEnsureMutate() {
 
 	for range 2 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}}
-		out, err := reconcile.EnsureMutate(ctx, c, cm, func() error {
+		out, err := drift.EnsureMutate(ctx, c, cm, func() error {
 			cm.Data = map[string]string{"mode": "prod"}
 			return nil
 		})
@@ -151,14 +151,14 @@ func ExampleHotLoopDetector() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
 	recorder := events.NewFakeRecorder(1)
-	detector := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, Recorder: recorder}
+	detector := &drift.HotLoopDetector{Threshold: 3, Window: time.Minute, Recorder: recorder}
 	desired := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
 			Data:       map[string]string{"mode": "prod"},
 		}
 	}
-	if _, err := reconcile.Ensure(ctx, c, desired(), reconcile.DetectHotLoops(detector)); err != nil {
+	if _, err := drift.Ensure(ctx, c, desired(), drift.DetectHotLoops(detector)); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -171,8 +171,8 @@ func ExampleHotLoopDetector() {
 			return
 		}
 		// ...and the reconciler puts it back, until it notices the loop.
-		out, err := reconcile.Ensure(ctx, c, desired(), reconcile.DetectHotLoops(detector))
-		fmt.Println(out.Operation, errors.Is(err, reconcile.ErrHotLoop))
+		out, err := drift.Ensure(ctx, c, desired(), drift.DetectHotLoops(detector))
+		fmt.Println(out.Operation, errors.Is(err, drift.ErrHotLoop))
 	}
 	fmt.Println(<-recorder.Events)
 	// Output:

@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"fmt"
@@ -136,7 +136,7 @@ func dropNative[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value) boo
 }
 
 // dropKeys handles the keys of the map a that desired's d lacks: with owned
-// (OwnMap) each is drift; otherwise those we own and may drop are (in a
+// (Own) each is drift; otherwise those we own and may drop are (in a
 // Pod's requests, not the keys desired's limits has). Drift is removed from a
 // when overlaying. It reports whether there was none; without explain it
 // stops at the first.

@@ -1,10 +1,9 @@
-package reconcile
+package drift
 
 import (
 	"container/list"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"hash/fnv"
 	"strings"
@@ -17,26 +16,31 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // Defaults of a zero [HotLoopDetector].
 const (
-	DefaultHotLoopThreshold  = 5
-	DefaultHotLoopWindow     = 2 * time.Minute
-	DefaultHotLoopHoldOff    = 5 * time.Minute
-	DefaultHotLoopMaxObjects = 4096
+	defaultHotLoopThreshold  = 5
+	defaultHotLoopWindow     = 2 * time.Minute
+	defaultHotLoopHoldOff    = 5 * time.Minute
+	defaultHotLoopMaxObjects = 4096
 )
 
-// HotLoopReason is the reason of the Warning event a [HotLoopDetector]
+// ReasonHotLoop is the reason of the Warning event a [HotLoopDetector]
 // records.
-const HotLoopReason = "HotLoop"
+const ReasonHotLoop = "HotLoop"
 
 // ErrHotLoop is matched (errors.Is) by every [*HotLoopError].
-var ErrHotLoop = errors.New("reconcile: hot loop")
+var ErrHotLoop = errors.New("drift: hot loop")
 
 // HotLoopError says Ensure did not patch an object because the same fields
 // kept drifting back: another controller or a mutating webhook is reverting
-// them.
+// them. It states its own class for package errors: throttled, with the
+// hold-off left as its delay, so requeue.Policy waits it out instead of
+// retrying with backoff and an error log; its condition reason is
+// [ReasonHotLoop].
 type HotLoopError struct {
 	// Object names the object as "Kind namespace/name".
 	Object string
@@ -44,16 +48,27 @@ type HotLoopError struct {
 	Paths []string
 	// Until is when the detector lets patches through again.
 	Until time.Time
+	// Left is how long the hold-off had left when the write was held back.
+	Left time.Duration
 }
 
 // Error implements error.
 func (e *HotLoopError) Error() string {
-	return fmt.Sprintf("reconcile: hot loop on %s: %s keep drifting back; not patching until %s",
+	return fmt.Sprintf("drift: hot loop on %s: %s keep drifting back; not patching until %s",
 		e.Object, strings.Join(e.Paths, ", "), e.Until.UTC().Format(time.RFC3339))
 }
 
 // Unwrap returns [ErrHotLoop].
 func (e *HotLoopError) Unwrap() error { return ErrHotLoop }
+
+// Class is [errors.ClassThrottled]: the write waits out the hold-off.
+func (e *HotLoopError) Class() errors.Class { return errors.ClassThrottled }
+
+// RetryAfter is the delay [errors.Classify] reports: the hold-off left.
+func (e *HotLoopError) RetryAfter() time.Duration { return e.Left }
+
+// Reason is [ReasonHotLoop], the condition reason [errors.Reason] reports.
+func (e *HotLoopError) Reason() string { return ReasonHotLoop }
 
 // HotLoopDetector notices an object whose same fields drift back to the same
 // other value again and again, so Ensure can stop fighting and say so. The
@@ -64,21 +79,20 @@ func (e *HotLoopError) Unwrap() error { return ErrHotLoop }
 // them are the same, so a user changing desired several times in a row is
 // not a hot loop. Threshold such drifts of one object within Window trip the
 // detector: the Threshold-th is not patched, nor is any drift of the object
-// for HoldOff; a Warning event (reason [HotLoopReason]) naming the fields is
+// for HoldOff; a Warning event (reason [ReasonHotLoop]) naming the fields is
 // recorded and one log line written per trip. Memory is bounded by
 // MaxObjects: the least recently seen object is forgotten first.
 type HotLoopDetector struct {
 	// Threshold is how many same drifts within Window trip the detector.
-	// Default DefaultHotLoopThreshold.
+	// Zero means 5.
 	Threshold int
-	// Window is how close together the drifts must be. Default
-	// DefaultHotLoopWindow.
+	// Window is how close together the drifts must be. Zero means 2
+	// minutes.
 	Window time.Duration
-	// HoldOff is how long an object is left alone once tripped. Default
-	// DefaultHotLoopHoldOff.
+	// HoldOff is how long an object is left alone once tripped. Zero means
+	// 5 minutes.
 	HoldOff time.Duration
-	// MaxObjects bounds how many objects are remembered. Default
-	// DefaultHotLoopMaxObjects.
+	// MaxObjects bounds how many objects are remembered. Zero means 4096.
 	MaxObjects int
 	// Clock tells the time. Default the real clock.
 	Clock clock.PassiveClock
@@ -114,8 +128,8 @@ func orDefault[T int | time.Duration](v, d T) T {
 
 // observe records one drift of the object at key and reports whether to
 // hold the write back, until when, and whether this drift tripped it.
-func (h *HotLoopDetector) observe(key string, fingerprint uint64) (until time.Time, hold, tripped bool) {
-	now := h.now()
+func (h *HotLoopDetector) observe(key string, fingerprint uint64) (now, until time.Time, hold, tripped bool) {
+	now = h.now()
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.entries == nil {
@@ -123,7 +137,7 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64) (until time.Ti
 	}
 	el, ok := h.entries[key]
 	if !ok {
-		for h.lru.Len() >= orDefault(h.MaxObjects, DefaultHotLoopMaxObjects) {
+		for h.lru.Len() >= orDefault(h.MaxObjects, defaultHotLoopMaxObjects) {
 			oldest := h.lru.Back()
 			delete(h.entries, oldest.Value.(*hotEntry).key)
 			h.lru.Remove(oldest)
@@ -134,22 +148,22 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64) (until time.Ti
 	h.lru.MoveToFront(el)
 	e := el.Value.(*hotEntry)
 	if now.Before(e.until) {
-		return e.until, true, false
+		return now, e.until, true, false
 	}
 	if !e.until.IsZero() {
 		*e = hotEntry{key: key}
 	}
-	if e.count > 0 && e.fingerprint == fingerprint && now.Sub(e.first) <= orDefault(h.Window, DefaultHotLoopWindow) {
+	if e.count > 0 && e.fingerprint == fingerprint && now.Sub(e.first) <= orDefault(h.Window, defaultHotLoopWindow) {
 		e.count++
 	} else {
 		e.fingerprint, e.first, e.count = fingerprint, now, 1
 	}
-	if e.count >= orDefault(h.Threshold, DefaultHotLoopThreshold) {
-		e.until = now.Add(orDefault(h.HoldOff, DefaultHotLoopHoldOff))
+	if e.count >= orDefault(h.Threshold, defaultHotLoopThreshold) {
+		e.until = now.Add(orDefault(h.HoldOff, defaultHotLoopHoldOff))
 		e.count = 0
-		return e.until, true, true
+		return now, e.until, true, true
 	}
-	return time.Time{}, false, false
+	return now, time.Time{}, false, false
 }
 
 // fingerprint identifies a drift by its paths and desired values.
@@ -170,7 +184,7 @@ func fingerprint(c Comparison) uint64 {
 
 // checkHotLoop reports a drift to the configured detector and returns a
 // *HotLoopError when the write must be held back.
-func checkHotLoop(ctx context.Context, c client.Client, cfg *ensureConfig, live client.Object, cmpn Comparison) error {
+func checkHotLoop(ctx context.Context, c client.Client, cfg *config, live client.Object, cmpn Comparison) error {
 	h := cfg.hotLoops
 	if h == nil {
 		return nil
@@ -180,19 +194,19 @@ func checkHotLoop(ctx context.Context, c client.Client, cfg *ensureConfig, live 
 		kind = gvk.GroupKind().String()
 	}
 	name := kind + " " + client.ObjectKeyFromObject(live).String()
-	until, hold, tripped := h.observe(name, fingerprint(cmpn))
+	now, until, hold, tripped := h.observe(name, fingerprint(cmpn))
 	if !hold {
 		return nil
 	}
-	herr := &HotLoopError{Object: name, Paths: cmpn.Paths, Until: until}
+	herr := &HotLoopError{Object: name, Paths: cmpn.Paths, Until: until, Left: until.Sub(now)}
 	if tripped {
-		window := orDefault(h.Window, DefaultHotLoopWindow)
-		holdOff := orDefault(h.HoldOff, DefaultHotLoopHoldOff)
+		window := orDefault(h.Window, defaultHotLoopWindow)
+		holdOff := orDefault(h.HoldOff, defaultHotLoopHoldOff)
 		fields := strings.Join(cmpn.Paths, ", ")
 		const note = "%s drifted back %d times within %s: another controller or a mutating webhook reverts them; not patching for %s"
-		threshold := orDefault(h.Threshold, DefaultHotLoopThreshold)
+		threshold := orDefault(h.Threshold, defaultHotLoopThreshold)
 		if h.Recorder != nil {
-			h.Recorder.Eventf(live, nil, corev1.EventTypeWarning, HotLoopReason, "Patch", note, fields, threshold, window, holdOff)
+			h.Recorder.Eventf(live, nil, corev1.EventTypeWarning, ReasonHotLoop, "Patch", note, fields, threshold, window, holdOff)
 		}
 		log.FromContext(ctx).Info("hot loop: not patching", "object", name, "paths", cmpn.Paths, "until", until, "diff", cmpn.Report)
 	}

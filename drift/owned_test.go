@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"encoding/json"
@@ -19,8 +19,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
@@ -39,17 +39,17 @@ var forms = []form{
 	{name: "EnsureApplied unstructured", unstructured: true, apply: true},
 }
 
-func (f form) ensure(t *testing.T, c client.Client, obj client.Object) reconcile.Outcome {
+func (f form) ensure(t *testing.T, c client.Client, obj client.Object) drift.Outcome {
 	t.Helper()
 	if f.unstructured {
 		obj = unstructuredOf(t, obj)
 	}
-	var out reconcile.Outcome
+	var out drift.Outcome
 	var err error
 	if f.apply {
-		out, err = reconcile.EnsureApplied(t.Context(), c, obj)
+		out, err = drift.EnsureApplied(t.Context(), c, obj)
 	} else {
-		out, err = reconcile.Ensure(t.Context(), c, obj)
+		out, err = drift.Ensure(t.Context(), c, obj)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", f.name, err)
@@ -245,16 +245,16 @@ func TestEnsureRemovesWhatItWroteBefore(t *testing.T) {
 				ns := env.Namespace(t)
 				writes := func() int { return len(counter.Writes()) }
 
-				if out := f.ensure(t, c, tc.before(ns)); out.Operation != reconcile.OperationCreated {
+				if out := f.ensure(t, c, tc.before(ns)); out.Operation != drift.OperationCreated {
 					t.Fatalf("first: %q, want created", out.Operation)
 				}
 				asOther(t, other, tc.before(ns), tc.other)
-				if out := f.ensure(t, c, tc.before(ns)); out.Operation != reconcile.OperationUnchanged || writes() != 1 {
+				if out := f.ensure(t, c, tc.before(ns)); out.Operation != drift.OperationUnchanged || writes() != 1 {
 					t.Fatalf("after the other writer: %q with %d writes in all; want unchanged (its additions are not drift):\n%s", out.Operation, writes(), out.Drift.Report)
 				}
 
 				out := f.ensure(t, c, tc.after(ns))
-				if out.Operation != reconcile.OperationUpdated || writes() != 2 {
+				if out.Operation != drift.OperationUpdated || writes() != 2 {
 					t.Fatalf("the change: %q with %d writes in all, want updated by exactly one write:\n%s", out.Operation, writes(), out.Drift.Report)
 				}
 				removed := tc.removed
@@ -271,12 +271,12 @@ func TestEnsureRemovesWhatItWroteBefore(t *testing.T) {
 				tc.check(t, live, f)
 
 				for i := range 5 {
-					if out := f.ensure(t, c, tc.after(ns)); out.Operation != reconcile.OperationUnchanged {
+					if out := f.ensure(t, c, tc.after(ns)); out.Operation != drift.OperationUnchanged {
 						t.Fatalf("reconcile %d after converging: %q, want unchanged:\n%s", i+1, out.Operation, out.Drift.Report)
 					}
 				}
 				var fresh reconciletest.Counter
-				if out := f.ensure(t, fresh.Wrap(env.Client(t)), tc.after(ns)); out.Operation != reconcile.OperationUnchanged || len(fresh.Writes()) != 0 {
+				if out := f.ensure(t, fresh.Wrap(env.Client(t)), tc.after(ns)); out.Operation != drift.OperationUnchanged || len(fresh.Writes()) != 0 {
 					t.Fatalf("a fresh client: %q with %d writes, want unchanged and none:\n%s", out.Operation, len(fresh.Writes()), out.Drift.Report)
 				}
 				if writes() != 2 {
@@ -302,14 +302,14 @@ func TestEnsureUnstructuredCustomResourceOfUnknownType(t *testing.T) {
 				t.Fatal(err)
 			}
 			ns := env.Namespace(t)
-			ensure := func(ports ...string) reconcile.Outcome {
+			ensure := func(ports ...string) drift.Outcome {
 				u := toUnstructured(t, widgetPortsIn(ns, ports...))
 				u.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
-				var out reconcile.Outcome
+				var out drift.Outcome
 				if apply {
-					out, err = reconcile.EnsureApplied(t.Context(), c, u)
+					out, err = drift.EnsureApplied(t.Context(), c, u)
 				} else {
-					out, err = reconcile.Ensure(t.Context(), c, u)
+					out, err = drift.Ensure(t.Context(), c, u)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -325,7 +325,7 @@ func TestEnsureUnstructuredCustomResourceOfUnknownType(t *testing.T) {
 			if diff := cmp.Diff(wantPaths, out.Drift.Paths); diff != "" {
 				t.Errorf("drift paths (-want +got):\n%s", diff)
 			}
-			if out := ensure("a"); out.Operation != reconcile.OperationUnchanged {
+			if out := ensure("a"); out.Operation != drift.OperationUnchanged {
 				t.Errorf("again: %q, want unchanged:\n%s", out.Operation, out.Drift.Report)
 			}
 		})
@@ -385,7 +385,7 @@ func TestEnsurePodDefaultsAndAdmissionAreNeverDrift(t *testing.T) {
 				t.Fatalf("LimitRanger did not add a memory request: %v", live.Spec.Containers[0].Resources)
 			}
 			out := f.ensure(t, c, pod(ns, "app"))
-			if out.Operation != reconcile.OperationUpdated || len(counter.Writes()) != 2 {
+			if out.Operation != drift.OperationUpdated || len(counter.Writes()) != 2 {
 				t.Fatalf("dropping a label: %q with %d writes in all, want updated by one write:\n%s", out.Operation, len(counter.Writes()), out.Drift.Report)
 			}
 			wantPath := "metadata.labels[tier]"
@@ -396,7 +396,7 @@ func TestEnsurePodDefaultsAndAdmissionAreNeverDrift(t *testing.T) {
 				t.Errorf("drift paths (-want +got):\n%s", diff)
 			}
 			for i := range 5 {
-				if out := f.ensure(t, c, pod(ns, "app")); out.Operation != reconcile.OperationUnchanged {
+				if out := f.ensure(t, c, pod(ns, "app")); out.Operation != drift.OperationUnchanged {
 					t.Fatalf("reconcile %d: %q, want unchanged:\n%s", i+1, out.Operation, out.Drift.Report)
 				}
 			}
@@ -420,12 +420,12 @@ func TestEnsureAndEnsureAppliedOnAFieldAnotherManagerChanged(t *testing.T) {
 		t.Run(map[bool]string{false: "Ensure", true: "EnsureApplied"}[apply], func(t *testing.T) {
 			c := env.Client(t)
 			ns := env.Namespace(t)
-			ensure := func(opts ...reconcile.EnsureOption) error {
+			ensure := func(opts ...drift.Option) error {
 				var err error
 				if apply {
-					_, err = reconcile.EnsureApplied(t.Context(), c, configMapIn(ns), opts...)
+					_, err = drift.EnsureApplied(t.Context(), c, configMapIn(ns), opts...)
 				} else {
-					_, err = reconcile.Ensure(t.Context(), c, configMapIn(ns), opts...)
+					_, err = drift.Ensure(t.Context(), c, configMapIn(ns), opts...)
 				}
 				return err
 			}
@@ -438,7 +438,7 @@ func TestEnsureAndEnsureAppliedOnAFieldAnotherManagerChanged(t *testing.T) {
 				if !apierrors.IsConflict(err) || !strings.Contains(err.Error(), `"other"`) {
 					t.Fatalf("EnsureApplied over another manager's field: %v, want a Conflict naming it", err)
 				}
-				err = ensure(reconcile.ForceOwnership())
+				err = ensure(drift.ForceOwnership())
 			}
 			if err != nil {
 				t.Fatal(err)
@@ -518,44 +518,44 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 	tests := []struct {
 		name      string
 		live      *appsv1.Deployment
-		opts      []reconcile.DiffOption
+		opts      []drift.Option
 		wantPaths []string // typed; unstructured content names map keys that are identifiers as fields
 	}{
 		{name: "another manager's fields are not ours", live: live(entry("kubectl", "Update", ours))},
 		{
 			name:      "Update: list elements and map entries we wrote are drift, defaulted struct fields are not",
-			live:      live(entry(reconcile.DefaultFieldOwner, "Update", ours)),
+			live:      live(entry(drift.DefaultFieldOwner, "Update", ours)),
 			wantPaths: []string{"metadata.labels[tier]", logPath},
 		},
 		{
 			name:      "Apply: struct fields we applied are drift too",
-			live:      live(entry(reconcile.DefaultFieldOwner, "Apply", applied)),
+			live:      live(entry(drift.DefaultFieldOwner, "Apply", applied)),
 			wantPaths: []string{"metadata.labels[tier]", "spec.minReadySeconds", logPath},
 		},
 		{
 			name:      "WithFieldOwner names whose fields are ours",
 			live:      live(entry("my-controller", "Update", ours)),
-			opts:      []reconcile.DiffOption{reconcile.WithFieldOwner("my-controller")},
+			opts:      []drift.Option{drift.WithFieldOwner("my-controller")},
 			wantPaths: []string{"metadata.labels[tier]", logPath},
 		},
 		{
 			name:      "what another manager owns beneath an element keeps it",
-			live:      live(entry(reconcile.DefaultFieldOwner, "Update", ours), entry("kubectl", "Update", theirs)),
+			live:      live(entry(drift.DefaultFieldOwner, "Update", ours), entry("kubectl", "Update", theirs)),
 			wantPaths: []string{"metadata.labels[tier]"},
 		},
 		{
 			name: "a status entry and another apiVersion's entry are not the main resource's",
 			live: func() *appsv1.Deployment {
-				status, beta := entry(reconcile.DefaultFieldOwner, "Update", ours), entry(reconcile.DefaultFieldOwner, "Update", ours)
+				status, beta := entry(drift.DefaultFieldOwner, "Update", ours), entry(drift.DefaultFieldOwner, "Update", ours)
 				status.Subresource, beta.APIVersion = "status", "apps/v1beta2"
 				return live(status, beta)
 			}(),
 		},
-		{name: "malformed fields remove nothing", live: live(entry(reconcile.DefaultFieldOwner, "Update", `{"f:spec":[`))},
+		{name: "malformed fields remove nothing", live: live(entry(drift.DefaultFieldOwner, "Update", `{"f:spec":[`))},
 		{
 			name:      "IgnorePaths reaches removals",
-			live:      live(entry(reconcile.DefaultFieldOwner, "Update", ours)),
-			opts:      []reconcile.DiffOption{reconcile.IgnorePaths("metadata.labels[tier]", "metadata.labels.tier")},
+			live:      live(entry(drift.DefaultFieldOwner, "Update", ours)),
+			opts:      []drift.Option{drift.IgnorePaths("metadata.labels[tier]", "metadata.labels.tier")},
 			wantPaths: []string{logPath},
 		},
 	}
@@ -572,7 +572,7 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 					ua.SetKind("Deployment")
 					d, a = ud, ua
 				}
-				got, err := reconcile.Diff(d, a, tt.opts...)
+				got, err := drift.Diff(d, a, tt.opts...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -599,7 +599,7 @@ func TestDiffPodRequestsCopiedFromLimitsAreDefaults(t *testing.T) {
 		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 	}}}}}
 	live := desired.DeepCopy()
-	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: reconcile.DefaultFieldOwner, Operation: "Update", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(created)}}
+	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: drift.DefaultFieldOwner, Operation: "Update", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(created)}}
 	live.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	for _, unstr := range []bool{false, true} {
 		var d, a any = desired, live
@@ -611,7 +611,7 @@ func TestDiffPodRequestsCopiedFromLimitsAreDefaults(t *testing.T) {
 			ua.SetKind("Pod")
 			d, a = ud, ua
 		}
-		got, err := reconcile.Diff(d, a)
+		got, err := drift.Diff(d, a)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -1,4 +1,4 @@
-package reconcile
+package drift
 
 import (
 	"encoding/json"

@@ -1,4 +1,4 @@
-package reconcile_test
+package drift_test
 
 import (
 	"context"
@@ -20,8 +20,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/reconcile"
 )
 
 func deploymentIn(ns string) client.Object {
@@ -100,20 +100,20 @@ func TestEnsureCreatesThenMakesNoWritesDespiteServerDefaults(t *testing.T) {
 			ns := env.Namespace(t)
 			ctx := t.Context()
 
-			out, err := reconcile.Ensure(ctx, c, kind.build(ns))
+			out, err := drift.Ensure(ctx, c, kind.build(ns))
 			if err != nil {
 				t.Fatalf("first Ensure: %v", err)
 			}
-			if out.Operation != reconcile.OperationCreated || w.creates != 1 || w.total() != 1 {
+			if out.Operation != drift.OperationCreated || w.creates != 1 || w.total() != 1 {
 				t.Fatalf("first Ensure: operation %q with %d creates, %d writes; want created with exactly 1 create", out.Operation, w.creates, w.total())
 			}
 			w.reset()
 			for i := range 2 {
-				out, err = reconcile.Ensure(ctx, c, kind.build(ns))
+				out, err = drift.Ensure(ctx, c, kind.build(ns))
 				if err != nil {
 					t.Fatalf("Ensure #%d: %v", i+2, err)
 				}
-				if out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+				if out.Operation != drift.OperationUnchanged || w.total() != 0 {
 					t.Fatalf("Ensure #%d: operation %q with %d writes, want unchanged with 0 writes; drift:\n%s", i+2, out.Operation, w.total(), out.Drift.Report)
 				}
 			}
@@ -125,14 +125,14 @@ func TestEnsureLeavesDesiredHoldingTheLiveObject(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	w := widgetIn(ns).(*testapi.Widget)
-	if _, err := reconcile.Ensure(t.Context(), c, w); err != nil {
+	if _, err := drift.Ensure(t.Context(), c, w); err != nil {
 		t.Fatal(err)
 	}
 	if w.UID == "" || w.ResourceVersion == "" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 {
 		t.Errorf("after create: uid=%q rv=%q replicas=%v; want the server's object with replicas defaulted to 1", w.UID, w.ResourceVersion, w.Spec.Replicas)
 	}
 	again := widgetIn(ns).(*testapi.Widget)
-	if _, err := reconcile.Ensure(t.Context(), c, again); err != nil {
+	if _, err := drift.Ensure(t.Context(), c, again); err != nil {
 		t.Fatal(err)
 	}
 	if again.UID != w.UID || again.ResourceVersion != w.ResourceVersion {
@@ -144,18 +144,18 @@ func TestEnsureChangedImageSendsOnePatchTouchingOnlyThatField(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := reconcile.Ensure(ctx, c, deploymentIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, deploymentIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
 
 	desired := deploymentIn(ns).(*appsv1.Deployment)
 	desired.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
-	out, err := reconcile.Ensure(ctx, c, desired)
+	out, err := drift.Ensure(ctx, c, desired)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Operation != reconcile.OperationUpdated {
+	if out.Operation != drift.OperationUpdated {
 		t.Errorf("operation = %q, want updated", out.Operation)
 	}
 	if diff := cmp.Diff([]string{"spec.template.spec.containers[name=web].image"}, out.Drift.Paths); diff != "" {
@@ -185,13 +185,13 @@ func TestEnsureCustomResourceDriftIsAJSONMergePatchOfTheField(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := reconcile.Ensure(ctx, c, widgetIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, widgetIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
 	desired := widgetIn(ns).(*testapi.Widget)
 	desired.Spec.Message = "bye"
-	if _, err := reconcile.Ensure(ctx, c, desired); err != nil {
+	if _, err := drift.Ensure(ctx, c, desired); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"spec": map[string]any{"message": "bye"}}
@@ -207,7 +207,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := reconcile.Ensure(ctx, c, deploymentIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, deploymentIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else sets fields desired does not set.
@@ -225,17 +225,17 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	}
 	w.reset()
 
-	out, err := reconcile.Ensure(ctx, c, deploymentIn(ns))
+	out, err := drift.Ensure(ctx, c, deploymentIn(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+	if out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("operation %q with %d writes; want unchanged and none:\n%s", out.Operation, w.total(), out.Drift.Report)
 	}
 	// Now a real drift: the patch must still keep the other writer's fields.
 	desired := deploymentIn(ns).(*appsv1.Deployment)
 	desired.Spec.Template.Spec.Containers[0].Env[0].Value = "staging"
-	if _, err := reconcile.Ensure(ctx, c, desired); err != nil {
+	if _, err := drift.Ensure(ctx, c, desired); err != nil {
 		t.Fatal(err)
 	}
 	var after appsv1.Deployment
@@ -254,7 +254,7 @@ func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := reconcile.Ensure(ctx, c, configMapIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, configMapIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var live corev1.ConfigMap
@@ -266,7 +266,7 @@ func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
 	if err := c.Update(ctx, &live); err != nil {
 		t.Fatal(err)
 	}
-	out, err := reconcile.Ensure(ctx, c, configMapIn(ns), reconcile.OwnMap("data"))
+	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Own("data"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,15 +296,15 @@ func TestEnsureUnstructured(t *testing.T) {
 		}
 		return u
 	}
-	if out, err := reconcile.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != reconcile.OperationCreated {
+	if out, err := drift.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != drift.OperationCreated {
 		t.Fatalf("first Ensure: %v, %v", out.Operation, err)
 	}
 	w.reset()
-	if out, err := reconcile.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+	if out, err := drift.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("second Ensure: %q, %v, %d writes; want unchanged with none\n%s", out.Operation, err, w.total(), out.Drift.Report)
 	}
-	out, err := reconcile.Ensure(ctx, c, build("nginx:1.26"))
-	if err != nil || out.Operation != reconcile.OperationUpdated || w.patches != 1 {
+	out, err := drift.Ensure(ctx, c, build("nginx:1.26"))
+	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("third Ensure: %q, %v, %d patches; want updated with one patch", out.Operation, err, w.patches)
 	}
 	var live appsv1.Deployment
@@ -324,9 +324,9 @@ func TestEnsureMutateWritesOnlyOnDrift(t *testing.T) {
 	// A typical CreateOrUpdate mutate function: it replaces the container
 	// list with undefaulted containers, which CreateOrUpdate would write
 	// on every call.
-	ensure := func() (reconcile.Outcome, error) {
+	ensure := func() (drift.Outcome, error) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-		return reconcile.EnsureMutate(ctx, c, d, func() error {
+		return drift.EnsureMutate(ctx, c, d, func() error {
 			want := deploymentIn(ns).(*appsv1.Deployment)
 			want.Spec.Template.Spec.Containers[0].Image = image
 			d.Labels = want.Labels
@@ -336,16 +336,16 @@ func TestEnsureMutateWritesOnlyOnDrift(t *testing.T) {
 			return nil
 		})
 	}
-	if out, err := ensure(); err != nil || out.Operation != reconcile.OperationCreated {
+	if out, err := ensure(); err != nil || out.Operation != drift.OperationCreated {
 		t.Fatalf("first: %q, %v", out.Operation, err)
 	}
 	w.reset()
-	if out, err := ensure(); err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+	if out, err := ensure(); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("second: %q, %v, %d writes; want unchanged, none\n%s", out.Operation, err, w.total(), out.Drift.Report)
 	}
 	image = "nginx:1.26"
 	out, err := ensure()
-	if err != nil || out.Operation != reconcile.OperationUpdated || w.patches != 1 {
+	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("third: %q, %v, %d patches; want updated, 1 patch", out.Operation, err, w.patches)
 	}
 	if diff := cmp.Diff([]string{"spec.template.spec.containers[name=web].image"}, out.Drift.Paths); diff != "" {
@@ -357,7 +357,7 @@ func TestEnsureMutateRejectsAChangedKey(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
-	_, err := reconcile.EnsureMutate(t.Context(), c, cm, func() error { cm.Name = "b"; return nil })
+	_, err := drift.EnsureMutate(t.Context(), c, cm, func() error { cm.Name = "b"; return nil })
 	if err == nil || !strings.Contains(err.Error(), "object key") {
 		t.Errorf("err = %v, want an error about the changed key", err)
 	}
@@ -369,14 +369,14 @@ func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
 			c, w := countingClient(t)
 			ns := env.Namespace(t)
 			ctx := t.Context()
-			opts := []reconcile.EnsureOption{reconcile.WithFieldOwner("test-controller"), reconcile.ForceOwnership()}
-			out, err := reconcile.EnsureApplied(ctx, c, kind.build(ns), opts...)
-			if err != nil || out.Operation != reconcile.OperationCreated || w.applies != 1 {
+			opts := []drift.Option{drift.WithFieldOwner("test-controller"), drift.ForceOwnership()}
+			out, err := drift.EnsureApplied(ctx, c, kind.build(ns), opts...)
+			if err != nil || out.Operation != drift.OperationCreated || w.applies != 1 {
 				t.Fatalf("first: %q, %v, %d applies; want created by one apply", out.Operation, err, w.applies)
 			}
 			w.reset()
-			out, err = reconcile.EnsureApplied(ctx, c, kind.build(ns), opts...)
-			if err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+			out, err = drift.EnsureApplied(ctx, c, kind.build(ns), opts...)
+			if err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 				t.Fatalf("second: %q, %v, %d writes; want unchanged and no request\n%s", out.Operation, err, w.total(), out.Drift.Report)
 			}
 			desired := kind.build(ns)
@@ -386,8 +386,8 @@ func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
 			}
 			labels["version"] = "2"
 			desired.SetLabels(labels)
-			out, err = reconcile.EnsureApplied(ctx, c, desired, opts...)
-			if err != nil || out.Operation != reconcile.OperationUpdated || w.applies != 1 {
+			out, err = drift.EnsureApplied(ctx, c, desired, opts...)
+			if err != nil || out.Operation != drift.OperationUpdated || w.applies != 1 {
 				t.Fatalf("third: %q, %v, %d applies; want updated by one apply", out.Operation, err, w.applies)
 			}
 			if desired.GetLabels()["version"] != "2" || desired.GetResourceVersion() == "" {
@@ -410,8 +410,8 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.reset()
-	out, err := reconcile.Ensure(ctx, c, configMapIn(ns), reconcile.Owner(owner))
-	if err != nil || out.Operation != reconcile.OperationUpdated || w.patches != 1 {
+	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner))
+	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("Ensure with owner: %q, %v, %d patches; want updated", out.Operation, err, w.patches)
 	}
 	var cm corev1.ConfigMap
@@ -422,12 +422,12 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 		t.Fatalf("controller of the config map = %v, want the widget %s", ref, owner.GetUID())
 	}
 	w.reset()
-	if out, err := reconcile.Ensure(ctx, c, configMapIn(ns), reconcile.Owner(owner)); err != nil || out.Operation != reconcile.OperationUnchanged || w.total() != 0 {
+	if out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner)); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("again: %q, %v, %d writes; want unchanged", out.Operation, err, w.total())
 	}
 	// A new object is created with the reference.
 	svc := serviceIn(ns)
-	if _, err := reconcile.Ensure(ctx, c, svc, reconcile.Owner(owner)); err != nil {
+	if _, err := drift.Ensure(ctx, c, svc, drift.Owner(owner)); err != nil {
 		t.Fatal(err)
 	}
 	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != owner.GetUID() {
@@ -439,7 +439,7 @@ func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := reconcile.Ensure(ctx, c, widgetIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, widgetIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer sneaks in between Ensure's read and its patch.
@@ -456,7 +456,7 @@ func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
 	}}
 	desired := widgetIn(ns).(*testapi.Widget)
 	desired.Spec.Message = "changed"
-	_, err := reconcile.Ensure(ctx, racy, desired, reconcile.OptimisticLock())
+	_, err := drift.Ensure(ctx, racy, desired, drift.OptimisticLock())
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("err = %v, want a Conflict", err)
 	}
@@ -482,7 +482,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	ctx := t.Context()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rec := events.NewFakeRecorder(10)
-	det := &reconcile.HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: 10 * time.Minute, Clock: clk, Recorder: rec}
+	det := &drift.HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: 10 * time.Minute, Clock: clk, Recorder: rec}
 
 	// The other writer: a webhook-like actor that reverts spec.message.
 	revert := func() {
@@ -496,7 +496,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det)); err != nil {
+	if _, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det)); err != nil {
 		t.Fatal(err)
 	}
 	var ours int
@@ -504,19 +504,19 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 		revert()
 		clk.SetTime(clk.Now().Add(5 * time.Second))
 		w.reset()
-		out, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det))
+		out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det))
 		switch {
 		case i < 2:
-			if err != nil || out.Operation != reconcile.OperationUpdated {
+			if err != nil || out.Operation != drift.OperationUpdated {
 				t.Fatalf("round %d: %q, %v; want updated: not yet a loop", i, out.Operation, err)
 			}
 			ours += w.patches
 		default:
-			var hl *reconcile.HotLoopError
-			if !errors.As(err, &hl) || !errors.Is(err, reconcile.ErrHotLoop) {
+			var hl *drift.HotLoopError
+			if !errors.As(err, &hl) || !errors.Is(err, drift.ErrHotLoop) {
 				t.Fatalf("round %d: err = %v, want a *HotLoopError", i, err)
 			}
-			if out.Operation != reconcile.OperationUnchanged || w.patches != 0 {
+			if out.Operation != drift.OperationUnchanged || w.patches != 0 {
 				t.Fatalf("round %d: %q with %d patches; want unchanged and no patch", i, out.Operation, w.patches)
 			}
 			if diff := cmp.Diff([]string{"spec.message"}, hl.Paths); diff != "" {
@@ -542,7 +542,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	}
 	// After the hold-off Ensure fights again.
 	clk.SetTime(clk.Now().Add(11 * time.Minute))
-	if out, err := reconcile.Ensure(ctx, c, widgetIn(ns), reconcile.DetectHotLoops(det)); err != nil || out.Operation != reconcile.OperationUpdated {
+	if out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det)); err != nil || out.Operation != drift.OperationUpdated {
 		t.Errorf("after hold-off: %q, %v; want updated", out.Operation, err)
 	}
 }
@@ -550,14 +550,14 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 func TestEnsureAppliedDefaultsTheFieldOwner(t *testing.T) {
 	c, _ := countingClient(t)
 	cm := configMapIn(env.Namespace(t))
-	if _, err := reconcile.EnsureApplied(t.Context(), c, cm); err != nil {
+	if _, err := drift.EnsureApplied(t.Context(), c, cm); err != nil {
 		t.Fatal(err)
 	}
 	var managers []string
 	for _, mf := range cm.GetManagedFields() {
 		managers = append(managers, mf.Manager+"/"+string(mf.Operation))
 	}
-	if diff := cmp.Diff([]string{reconcile.DefaultFieldOwner + "/Apply"}, managers); diff != "" {
+	if diff := cmp.Diff([]string{drift.DefaultFieldOwner + "/Apply"}, managers); diff != "" {
 		t.Errorf("field managers (-want +got):\n%s", diff)
 	}
 }
@@ -574,7 +574,7 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 		return out
 	}
 	cm := configMapIn(ns)
-	if _, err := reconcile.Ensure(ctx, c, cm, reconcile.WithFieldOwner("creator")); err != nil {
+	if _, err := drift.Ensure(ctx, c, cm, drift.WithFieldOwner("creator")); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update"}, managers(cm)); diff != "" {
@@ -582,7 +582,7 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 	}
 	changed := configMapIn(ns).(*corev1.ConfigMap)
 	changed.Data["mode"] = "staging"
-	if _, err := reconcile.Ensure(ctx, c, changed, reconcile.WithFieldOwner("patcher")); err != nil {
+	if _, err := drift.Ensure(ctx, c, changed, drift.WithFieldOwner("patcher")); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update", "patcher/Update"}, managers(changed)); diff != "" {
@@ -597,7 +597,7 @@ func TestEveryEnsureWritesAsTheDefaultFieldOwner(t *testing.T) {
 	type ensureFunc func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
 	mutate := func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
 		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
-		_, err := reconcile.EnsureMutate(ctx, c, obj, func() error {
+		_, err := drift.EnsureMutate(ctx, c, obj, func() error {
 			obj.Data = maps.Clone(cm.Data)
 			return nil
 		})
@@ -609,14 +609,14 @@ func TestEveryEnsureWritesAsTheDefaultFieldOwner(t *testing.T) {
 		want   []string
 	}{
 		{"Ensure", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			_, err := reconcile.Ensure(ctx, c, cm)
+			_, err := drift.Ensure(ctx, c, cm)
 			return err
-		}, []string{reconcile.DefaultFieldOwner + "/Update"}},
-		{"EnsureMutate", mutate, []string{reconcile.DefaultFieldOwner + "/Update"}},
+		}, []string{drift.DefaultFieldOwner + "/Update"}},
+		{"EnsureMutate", mutate, []string{drift.DefaultFieldOwner + "/Update"}},
 		{"EnsureApplied", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			_, err := reconcile.EnsureApplied(ctx, c, cm)
+			_, err := drift.EnsureApplied(ctx, c, cm)
 			return err
-		}, []string{reconcile.DefaultFieldOwner + "/Apply"}},
+		}, []string{drift.DefaultFieldOwner + "/Apply"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -679,7 +679,7 @@ func TestEnsureLocksAJSONMergePatchThatReplacesAList(t *testing.T) {
 	})
 
 	desired := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listy"}, Spec: testapi.WidgetSpec{Items: []string{"a", "c"}}}
-	_, err = reconcile.Ensure(ctx, cached, desired)
+	_, err = drift.Ensure(ctx, cached, desired)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("Ensure from a stale read = %v, want a Conflict (the list patch must be locked)", err)
 	}
