@@ -105,7 +105,7 @@ func (e Events) String() string {
 //  3. Otherwise add every finalizer of the Registry that is missing (one
 //     patch, only when one is missing), then call Sync. Sync reads and
 //     changes the object's status freely and returns its [Progress].
-//  4. Decide once what the outcome means, with [requeue.Policy.Decide]: no
+//  4. Classify the outcome ([requeue.Policy.DecideWith]): no
 //     error sets the summary conditions from the Progress
 //     ([status.MarkReady], [status.MarkReconciling], [status.MarkStalled]);
 //     an error the decision reports (permanent at once, transient once it
@@ -123,9 +123,10 @@ func (e Events) String() string {
 //  6. Record an event when a status write changed the summary, as Events
 //     says; never on a reconcile that changed nothing, nor when the write
 //     found the server already holding the same summary.
-//  7. Return what the decision says. A failed status write is decided
-//     again, joined with Sync's error, so it is never lost and never hides
-//     Sync's error.
+//  7. Return what the decision says. The decision is made once, after
+//     the status write ([requeue.Policy.DecideWith]): a failed status write
+//     joins Sync's error, so it is never lost, never hides Sync's error, and
+//     costs no second decision (one backoff step, one Observe call).
 //
 // Every read and write of the loop goes through a client guarded by
 // [freshness]: a reconcile never acts on a cached copy of the object older
@@ -293,19 +294,30 @@ func (r *run[T]) begin(w *status.Writer) {
 	r.before = summarize(r.obj)
 }
 
-// finish decides what the outcome of a sync (or, with synced false, of the
-// cleanups) means, sets the conditions, writes the status if it changed,
-// records an event if the write changed the summary, and returns.
+// finish decides once what the outcome of a sync (or, with synced false, of
+// the cleanups) means: it sets the conditions, writes the status if it
+// changed and records an event if the write changed the summary, all before
+// the decision is final, so that a failed status write joins the decision
+// instead of being decided a second time.
 func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool) (ctrl.Result, error) {
-	d := r.policy.Decide(ctx, r.req, p.Requeue, err)
+	return r.policy.DecideWith(ctx, r.req, p.Requeue, err, func(d requeue.Decision) error {
+		return r.record(ctx, d, p, synced)
+	}).Return()
+}
+
+// record writes down the outcome d of a reconcile: the conditions from the
+// Progress or the error, the status if it changed, an event if the write
+// changed the summary. It returns the status write's error.
+func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, synced bool) error {
 	var opts []status.Option
 	if r.l.Clock != nil {
 		opts = append(opts, status.WithClock(r.l.Clock))
 	}
+	err := d.Err
 	switch {
 	case err == nil && synced && r.before == (summary{}) && r.l.deferFirstStatus(r.obj, p):
 		// The next reconcile, moments away, writes the status.
-		return d.Return()
+		return nil
 	case err == nil && synced:
 		switch p.State {
 		case InProgress:
@@ -318,25 +330,24 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 		status.ObserveGeneration(r.obj)
 	case err == nil:
 		// Every cleanup succeeded: the object is on its way out.
-		return d.Return()
+		return nil
 	case d.Report:
 		status.MarkFailure(r.obj, err, d.Class, opts...)
 		status.ObserveGeneration(r.obj)
 	case d.Class == errors.ClassConflict || d.Class == errors.ClassCanceled:
 		// This attempt saw a stale object or is being shut down: its
 		// status is not worth a write. The next attempt decides.
-		return d.Return()
+		return nil
 	}
 	written, werr := r.snap.Write(ctx)
 	if werr != nil {
 		log.FromContext(ctx).V(1).Info("status write failed", "error", werr)
-		werr = fmt.Errorf("write status: %w", werr)
-		return r.policy.Decide(ctx, r.req, p.Requeue, errors.Join(err, werr)).Return()
+		return fmt.Errorf("write status: %w", werr)
 	}
 	if after := summarize(r.obj); written && after != r.before {
 		r.l.recordTransition(r.obj, after, err != nil)
 	}
-	return d.Return()
+	return nil
 }
 
 // deferFirstStatus reports whether the status of obj, read without a

@@ -483,3 +483,51 @@ func TestLoopFirstStatusWithinSkipsOnlyAStatusTheNextReconcileReplaces(t *testin
 		})
 	}
 }
+
+// TestLoopDecidesOnceWhenTheStatusWriteFails proves a failed status write
+// joins the reconcile's one decision: exactly one Observe call, one backoff
+// step, and an outcome that carries both Sync's error and the write's, on
+// the success path and when Sync's own failure is being reported.
+func TestLoopDecidesOnceWhenTheStatusWriteFails(t *testing.T) {
+	unavailable := apierrors.NewServiceUnavailable("etcd is resting")
+	for name, syncErr := range map[string]error{
+		"sync succeeded": nil,
+		"sync failed":    errors.Transient(errors.New("the registry is down")),
+	} {
+		t.Run(name, func(t *testing.T) {
+			base := env.Client(t)
+			failing := interceptor.NewClient(base.(client.WithWatch), interceptor.Funcs{
+				SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+					return unavailable
+				},
+			})
+			var decisions []requeue.Decision
+			backoff := &requeue.Backoff{}
+			loop := &reconcile.Loop[*testapi.Widget]{
+				Client:     failing,
+				FieldOwner: "loop-test",
+				Policy: &requeue.Policy{ReportAfter: -1, Backoff: backoff, Observe: func(_ context.Context, d requeue.Decision) {
+					decisions = append(decisions, d)
+				}},
+				Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+					return reconcile.Progress{}, syncErr
+				},
+			}
+			req := createWidget(t, base, env.Namespace(t), "w")
+			res, err := loop.Reconcile(t.Context(), req)
+			if err != nil || res.RequeueAfter <= 0 {
+				t.Errorf("Reconcile = %+v, %v; want a backoff requeue and no error", res, err)
+			}
+			if len(decisions) != 1 {
+				t.Fatalf("%d decisions, want 1: %+v", len(decisions), decisions)
+			}
+			d := decisions[0]
+			if d.Class != errors.ClassTransient || !errors.Is(d.Err, unavailable) || (syncErr != nil && !errors.Is(d.Err, syncErr)) {
+				t.Errorf("decision: class %v, error %v; want transient, with the write's error and Sync's", d.Class, d.Err)
+			}
+			if n := backoff.Failures(req); n != 1 {
+				t.Errorf("%d backoff steps, want 1", n)
+			}
+		})
+	}
+}

@@ -104,3 +104,26 @@ func ExamplePolicy_Decide() {
 	// t=40s class=transient report=true  terminal=false
 	// t=50s class=permanent report=true  terminal=true
 }
+
+// DecideWith is Decide for a reconcile that records its outcome in status:
+// the record function sets the conditions from the decision and writes
+// them, and a failed write joins the decision before it is final. Here the
+// reconcile succeeded, but its status write was throttled: the one decision
+// says so, and waits the delay the server asked for.
+func ExamplePolicy_DecideWith() {
+	p := requeue.Policy{Observe: func(_ context.Context, d requeue.Decision) {
+		fmt.Printf("observed once: class=%v err=%q\n", d.Class, d.Err)
+	}}
+	req := ctrl.Request{NamespacedName: types.NamespacedName{Namespace: "default", Name: "demo"}}
+	d := p.DecideWith(context.Background(), req, ctrl.Result{}, nil, func(d requeue.Decision) error {
+		fmt.Printf("recording: class=%v report=%v\n", d.Class, d.Report)
+		// status.MarkReady(obj, ...); _, err := snapshot.Write(ctx); return err
+		return errors.RetryAfter(errors.New("write status: too many requests"), 3*time.Second)
+	})
+	res, err := d.Return()
+	fmt.Println(res.RequeueAfter, err)
+	// Output:
+	// recording: class=none report=false
+	// observed once: class=throttled err="write status: too many requests"
+	// 3s <nil>
+}

@@ -144,6 +144,11 @@ type Decision struct {
 	// Conflicts is, for a conflict, how many conflicts in a row this
 	// request has had, this one included; 0 otherwise.
 	Conflicts int
+
+	// res is the Result the reconcile asked for; delay the one a throttled
+	// error asked for.
+	res   ctrl.Result
+	delay time.Duration
 }
 
 // Return returns what the Reconcile should return: d.Result and d.Returned.
@@ -158,25 +163,73 @@ func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Res
 // Decide classifies err once and decides, by the rules of [Policy], what the
 // reconcile of req returns and whether its failure is worth reporting on the
 // object. It records the request's failures in a row (for conflict backoff,
-// Backoff and ReportAfter) and calls Observe.
+// Backoff and ReportAfter) and calls Observe. A reconcile that records its
+// outcome in a status write decides with [Policy.DecideWith] instead.
 func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) Decision {
+	return p.commit(ctx, p.prepare(ctx, req, res, err))
+}
+
+// DecideWith decides like [Policy.Decide] a reconcile whose outcome record
+// writes down first, typically as status conditions. record gets the
+// decision as it will stand (Request, Class, Err, Report and FailingSince
+// set; Result and Returned not yet) and returns the error of its write. That
+// error joins err, and only then is the reconcile decided, once: its
+// failures counted, one backoff step taken, Observe called once. So a
+// failed status write is neither lost nor hides err, and it is not decided
+// a second time. A nil record makes DecideWith the same as Decide.
+//
+//	d := policy.DecideWith(ctx, req, res, err, func(d requeue.Decision) error {
+//		if d.Report {
+//			status.MarkFailure(obj, d.Err, d.Class)
+//		}
+//		_, werr := snapshot.Write(ctx)
+//		return werr
+//	})
+//	return d.Return()
+func (p *Policy) DecideWith(ctx context.Context, req reconcile.Request, res ctrl.Result, err error, record func(Decision) error) Decision {
+	d := p.prepare(ctx, req, res, err)
+	if record != nil {
+		if rerr := record(d); rerr != nil {
+			d = p.prepare(ctx, req, res, errors.Join(err, rerr))
+		}
+	}
+	return p.commit(ctx, d)
+}
+
+// prepare classifies err and says whether its failure is worth reporting,
+// changing nothing.
+func (p *Policy) prepare(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) Decision {
 	class, delay := errors.Classify(err)
 	if class == errors.ClassCanceled && ctx.Err() == nil {
 		// Something else was canceled while the controller is running:
 		// retry it like any transient failure.
 		class = errors.ClassTransient
 	}
-	d := Decision{Request: req, Class: class, Err: err}
+	d := Decision{Request: req, Class: class, Err: err, res: res, delay: delay}
+	switch class {
+	case errors.ClassThrottled, errors.ClassTransient:
+		d.FailingSince, d.Report = p.failingSince(req)
+	case errors.ClassPermanent:
+		d.FailingSince, _ = p.failingSince(req)
+		d.Report = true
+	}
+	return d
+}
+
+// commit makes the prepared decision d final: it records the request's
+// failures, takes the backoff step, sets what to return and calls Observe.
+func (p *Policy) commit(ctx context.Context, d Decision) Decision {
+	req, res := d.Request, d.res
 	p.conflictsOnce.Do(func() {
 		p.conflicts.Base = positiveOr(p.ConflictDelay, DefaultConflictDelay)
 		p.conflicts.Max = positiveOr(p.MaxConflictDelay, DefaultMaxConflictDelay)
 		p.conflicts.Jitter = -1 // one object: no herd to spread
 		p.conflicts.MaxKeys = p.MaxTrackedRequests
 	})
-	if class != errors.ClassConflict {
+	if d.Class != errors.ClassConflict {
 		p.conflicts.Forget(req)
 	}
-	switch class {
+	switch d.Class {
 	case errors.ClassNone:
 		d.Result = res
 		p.Backoff.Forget(req)
@@ -187,12 +240,10 @@ func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Res
 		d.Result = After(p.conflicts.Next(req))
 		d.Conflicts = p.conflicts.Failures(req)
 	case errors.ClassThrottled:
-		d.Result = After(positiveOr(delay, positiveOr(p.ThrottleDelay, DefaultThrottleDelay)))
-		d.FailingSince, d.Report = p.failingSince(req)
+		d.Result = After(positiveOr(d.delay, positiveOr(p.ThrottleDelay, DefaultThrottleDelay)))
+		p.recordFailing(req, d.FailingSince)
 	case errors.ClassPermanent:
-		d.Returned = terminal(err)
-		d.Report = true
-		d.FailingSince, _ = p.failingSince(req)
+		d.Returned = terminal(d.Err)
 		p.Backoff.Forget(req)
 		// Retrying will not happen until the object changes: the next
 		// reconcile starts a new story.
@@ -203,11 +254,11 @@ func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Res
 		if p.Backoff != nil {
 			d.Result = After(p.Backoff.Next(req))
 		} else {
-			d.Returned = retryable(err)
+			d.Returned = retryable(d.Err)
 		}
-		d.FailingSince, d.Report = p.failingSince(req)
+		p.recordFailing(req, d.FailingSince)
 	}
-	if err != nil {
+	if d.Err != nil {
 		d.Result.Priority = res.Priority
 	}
 	observeMetric(d)
@@ -219,20 +270,20 @@ func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Res
 	return d
 }
 
-// failingSince records one more failure of req and returns when its run of
-// failures began and whether it has lasted ReportAfter.
+// failingSince returns when req's current run of failures began, counting
+// a failure now when none is recorded, and whether it has lasted
+// ReportAfter. It records nothing.
 func (p *Policy) failingSince(req reconcile.Request) (time.Time, bool) {
 	clk := p.Clock
 	if clk == nil {
 		clk = clock.RealClock{}
 	}
 	now := clk.Now()
+	first := now
 	p.mu.Lock()
-	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultTrackedRequests))
-	if since.IsZero() {
-		*since = now
+	if since, ok := p.failing.get(req); ok && !since.IsZero() {
+		first = *since
 	}
-	first := *since
 	p.mu.Unlock()
 	after := p.ReportAfter
 	switch {
@@ -242,6 +293,17 @@ func (p *Policy) failingSince(req reconcile.Request) (time.Time, bool) {
 		after = DefaultReportAfter
 	}
 	return first, now.Sub(first) >= after
+}
+
+// recordFailing records that req has been failing since first, unless an
+// earlier start is recorded.
+func (p *Policy) recordFailing(req reconcile.Request, first time.Time) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultTrackedRequests))
+	if since.IsZero() || first.Before(*since) {
+		*since = first
+	}
 }
 
 func (p *Policy) forgetFailing(req reconcile.Request) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -139,7 +140,7 @@ func TestPolicyObserve(t *testing.T) {
 	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
 	p.Result(ctx, req("w"), ctrl.Result{}, conflict)
 	want := []requeue.Decision{{Request: req("w"), Class: errors.ClassConflict, Err: conflict, Result: ctrl.Result{RequeueAfter: requeue.DefaultConflictDelay}, Conflicts: 1}}
-	if diff := cmp.Diff(want, seen, cmp.Comparer(func(a, b error) bool { return a == b })); diff != "" {
+	if diff := cmp.Diff(want, seen, cmp.Comparer(func(a, b error) bool { return a == b }), cmpopts.IgnoreUnexported(requeue.Decision{})); diff != "" {
 		t.Errorf("outcomes (-want +got):\n%s", diff)
 	}
 	if len(rec.all()) != 0 {
@@ -270,5 +271,64 @@ func TestPolicyForgetsTheLeastRecentFailingRequestWhenFull(t *testing.T) {
 	}
 	if d := p.Decide(t.Context(), req("c"), ctrl.Result{}, flaky); !d.Report {
 		t.Errorf("c was forgotten although it is among the 2 most recent: %+v", d)
+	}
+}
+
+// TestPolicyDecideWithDecidesOnce proves DecideWith records with the decision
+// as it will stand, joins the record's error into it, and makes one decision
+// only: one Observe call, one backoff step, one failing-since entry.
+func TestPolicyDecideWithDecidesOnce(t *testing.T) {
+	boom := errors.Transient(errors.New("boom"))
+	refused := apierrors.NewServiceUnavailable("etcd is resting")
+	tests := []struct {
+		name       string
+		err        error
+		recordErr  error
+		wantRecord errors.Class
+		wantClass  errors.Class
+		wantReport bool
+	}{
+		{"success recorded", nil, nil, errors.ClassNone, errors.ClassNone, false},
+		{"success, record fails", nil, refused, errors.ClassNone, errors.ClassTransient, true},
+		{"failure recorded", boom, nil, errors.ClassTransient, errors.ClassTransient, true},
+		{"failure, record fails", boom, refused, errors.ClassTransient, errors.ClassTransient, true},
+		{"permanent failure, record fails", errors.Permanent(errors.New("bad spec")), refused, errors.ClassPermanent, errors.ClassTransient, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var observed []requeue.Decision
+			b := &requeue.Backoff{}
+			p := &requeue.Policy{ReportAfter: -1, Backoff: b, Observe: func(_ context.Context, d requeue.Decision) { observed = append(observed, d) }}
+			var recorded []requeue.Decision
+			d := p.DecideWith(t.Context(), req("w"), ctrl.Result{}, tt.err, func(d requeue.Decision) error {
+				recorded = append(recorded, d)
+				return tt.recordErr
+			})
+			if len(recorded) != 1 || recorded[0].Class != tt.wantRecord || recorded[0].Err != tt.err {
+				t.Errorf("record saw %+v, want one call with class %v and the reconcile's error", recorded, tt.wantRecord)
+			}
+			if len(observed) != 1 {
+				t.Fatalf("Observe called %d times, want 1", len(observed))
+			}
+			if d.Class != tt.wantClass || d.Report != tt.wantReport || observed[0].Class != tt.wantClass {
+				t.Errorf("decision class %v report %v (observed %v); want %v, %v", d.Class, d.Report, observed[0].Class, tt.wantClass, tt.wantReport)
+			}
+			for _, e := range []error{tt.err, tt.recordErr} {
+				if e != nil && !errors.Is(d.Err, e) {
+					t.Errorf("decision error %v lost %v", d.Err, e)
+				}
+			}
+			wantSteps := 0
+			if tt.wantClass == errors.ClassTransient {
+				wantSteps = 1
+			}
+			if n := b.Failures(req("w")); n != wantSteps {
+				t.Errorf("%d backoff steps, want %d", n, wantSteps)
+			}
+		})
+	}
+	var nilRecord requeue.Policy
+	if d := nilRecord.DecideWith(t.Context(), req("w"), requeue.After(time.Minute), nil, nil); d.Result.RequeueAfter != time.Minute {
+		t.Errorf("DecideWith without a record = %+v, want Decide's result", d.Result)
 	}
 }
