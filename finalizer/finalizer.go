@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/validation"
@@ -45,11 +44,6 @@ var ErrNotDeleting = errors.New("finalizer: object is not being deleted")
 // "example.com/cleanup").
 var ErrInvalidName = errors.New("finalizer: invalid name")
 
-// DefaultRetry is the retry schedule used after a conflict unless
-// [WithRetry] says otherwise: up to 6 attempts, 10ms apart at first,
-// doubling, with jitter.
-var DefaultRetry = wait.Backoff{Steps: 6, Duration: 10 * time.Millisecond, Factor: 2, Jitter: 0.5}
-
 // Option changes how a write is made.
 type Option func(*options)
 
@@ -67,14 +61,15 @@ func WithAPIReader(r client.Reader) Option {
 }
 
 // WithRetry sets how often and how fast a write is retried after a
-// conflict. The default is [DefaultRetry]. A backoff with Steps < 1 makes
-// exactly one attempt.
+// conflict. The default is client-go's retry.DefaultRetry
+// (k8s.io/client-go/util/retry): 5 attempts, 10ms apart, with jitter. A
+// backoff with Steps < 1 makes exactly one attempt.
 func WithRetry(b wait.Backoff) Option {
 	return func(o *options) { o.backoff = b }
 }
 
 func newOptions(c client.Reader, opts []Option) options {
-	o := options{reader: c, backoff: DefaultRetry}
+	o := options{reader: c, backoff: retry.DefaultRetry}
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)

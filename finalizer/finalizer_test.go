@@ -9,11 +9,13 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/util/retry"
 
-	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
@@ -402,7 +404,7 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 				}
 			}
 			// End with the finalizer added.
-			patient := finalizer.DefaultRetry
+			patient := retry.DefaultRetry
 			patient.Steps = 50
 			if _, err := finalizer.Add(ctx, c, obj, name, finalizer.WithRetry(patient)); err != nil {
 				fail("final Add: %v", err)

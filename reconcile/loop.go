@@ -189,6 +189,9 @@ type Loop[T Object] struct {
 	invalid       error
 }
 
+// A Loop is a controller-runtime reconciler: Complete(loop) takes it.
+var _ crreconcile.Reconciler = (*Loop[Object])(nil)
+
 // ReasonCleanupFailed is the condition reason while a finalizer's cleanup
 // fails: Reconciling when it will be retried, Stalled when it cannot
 // succeed.

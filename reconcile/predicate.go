@@ -20,7 +20,7 @@ import (
 // every update that changed metadata.generation (the spec changed, or
 // deletion began on a type whose generation the API server bumps); every
 // update where deletion began or a finalizer was removed
-// ([finalizer.Predicate], for types without a generation and for someone
+// ([finalizer.ChangedPredicate], for types without a generation and for someone
 // else's removal of the Loop's finalizer); and periodic resyncs (an update
 // whose old and new resourceVersion are the same), so the cache's
 // SyncPeriod still reconciles every object, which
@@ -46,7 +46,7 @@ import (
 func Predicate() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
-		finalizer.Predicate(),
+		finalizer.ChangedPredicate(),
 		resync(),
 	)
 }

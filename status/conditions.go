@@ -9,11 +9,11 @@ import (
 	"k8s.io/utils/clock"
 )
 
-// ConditionMessageLimit is the longest condition message, in bytes, that the
+// maxConditionMessage is the longest condition message, in bytes, that the
 // API server accepts (the limit declared on metav1.Condition).
 // [SetCondition] shortens longer messages to it, at a UTF-8 boundary, so that
 // one huge error cannot make every status write fail validation.
-const ConditionMessageLimit = 32768
+const maxConditionMessage = 32768
 
 // Getter is an object that exposes its status conditions.
 type Getter interface {
@@ -27,8 +27,9 @@ type Setter interface {
 }
 
 // ObservedGenerationSetter is an object with a status.observedGeneration
-// field. The summary helpers ([MarkReady], [MarkReconciling], [MarkStalled])
-// keep it equal to metadata.generation when the object implements it.
+// field. [ObserveGeneration] sets it to metadata.generation; the summary
+// helpers ([MarkReady], [MarkReconciling], [MarkStalled]) set conditions
+// only.
 type ObservedGenerationSetter interface {
 	GetObservedGeneration() int64
 	SetObservedGeneration(int64)
@@ -82,7 +83,8 @@ func (o options) now() metav1.Time {
 // the clock's now ([WithClock]). A change of Reason, Message or
 // ObservedGeneration alone keeps the previous LastTransitionTime. Times are
 // truncated to whole seconds, the precision the API server stores, and
-// messages longer than [ConditionMessageLimit] are shortened.
+// messages longer than the API server accepts (32768 bytes) are shortened
+// at a UTF-8 boundary.
 //
 // A condition states what was observed of one generation of the object: when
 // c.ObservedGeneration is zero and obj has a metadata.generation (it is a
@@ -112,10 +114,10 @@ func SetCondition(obj Setter, c metav1.Condition, opts ...Option) (changed bool)
 }
 
 func truncateMessage(m string) string {
-	if len(m) <= ConditionMessageLimit {
+	if len(m) <= maxConditionMessage {
 		return m
 	}
-	cut := ConditionMessageLimit
+	cut := maxConditionMessage
 	for cut > 0 && !utf8.RuneStart(m[cut]) {
 		cut--
 	}

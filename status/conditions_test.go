@@ -132,11 +132,11 @@ func TestSetCondition(t *testing.T) {
 
 func TestSetConditionTruncatesLongMessagesAtARuneBoundary(t *testing.T) {
 	// "é" is two bytes; placing it across the limit forces the cut before it.
-	msg := strings.Repeat("a", status.ConditionMessageLimit-1) + "é" + "tail"
+	msg := strings.Repeat("a", 32768-1) + "é" + "tail"
 	o := &conditionsOnly{}
 	status.SetCondition(o, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg})
 	got := o.c[0].Message
-	if want := strings.Repeat("a", status.ConditionMessageLimit-1); got != want {
+	if want := strings.Repeat("a", 32768-1); got != want {
 		t.Errorf("message has %d bytes ending %q, want %d bytes of 'a'", len(got), got[len(got)-3:], len(want))
 	}
 	// Setting the same long message again is not a change.

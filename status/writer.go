@@ -15,13 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	clientretry "k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
-
-// DefaultRetry is how a [Writer] retries a status patch refused with a
-// conflict when Writer.Retry is not set: at most 5 attempts, re-reading the
-// object before each retry, 5ms apart at first, doubling, with jitter.
-var DefaultRetry = wait.Backoff{Steps: 5, Duration: 5 * time.Millisecond, Factor: 2, Jitter: 0.5}
 
 // ErrNoClient is returned by a [Writer] without a Client.
 var ErrNoClient = errors.New("status: writer has no client")
@@ -77,7 +73,9 @@ type Writer struct {
 	FieldOwner string
 	// Retry says how often, and how far apart, a patch refused with a
 	// conflict is sent again after re-reading the object: Retry.Steps is
-	// the most patches sent in all. The zero value means [DefaultRetry].
+	// the most patches sent in all. The zero value means client-go's
+	// retry.DefaultRetry (k8s.io/client-go/util/retry): 5 patches, 10ms
+	// apart, with jitter.
 	Retry wait.Backoff
 }
 
@@ -318,7 +316,7 @@ func isZero(v reflect.Value) bool {
 // current; after conflicts it also holds the other writers' changes.
 //
 // Errors from the API server are wrapped: apierrors.IsConflict is true for
-// the error returned after MaxAttempts conflicts, and apierrors.IsNotFound
+// the error returned after Retry.Steps conflicts, and apierrors.IsNotFound
 // when the object is gone.
 func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 	changed, err = s.write(ctx)
@@ -347,7 +345,7 @@ func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
 	}
 	retry := s.w.Retry
 	if retry == (wait.Backoff{}) {
-		retry = DefaultRetry
+		retry = clientretry.DefaultRetry
 	}
 	maxAttempts := max(retry.Steps, 1)
 	reader := s.w.APIReader

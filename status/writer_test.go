@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -253,7 +254,7 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 		wantPatches int
 	}{
 		{retry: wait.Backoff{Steps: 3}, wantPatches: 3},
-		{retry: wait.Backoff{}, wantPatches: status.DefaultRetry.Steps},
+		{retry: wait.Backoff{}, wantPatches: retry.DefaultRetry.Steps},
 	} {
 		t.Run(fmt.Sprintf("without APIReader the stale cache makes it give up after Retry.Steps=%d", tt.retry.Steps), func(t *testing.T) {
 			var n calls

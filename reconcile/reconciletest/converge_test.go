@@ -39,14 +39,14 @@ func TestConvergePassesForIdempotentReconciler(t *testing.T) {
 		t.Errorf("Runs = %d, want 1", rep.Runs)
 	}
 	want := []rt.APIRequest{
-		{Verb: rt.Create, Kind: "ConfigMap", Namespace: "ns", Name: "w-config"},
-		{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"},
+		{Verb: rt.VerbCreate, Kind: "ConfigMap", Namespace: "ns", Name: "w-config"},
+		{Verb: rt.VerbStatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"},
 	}
 	if diff := cmp.Diff(want, rep.Writes()); diff != "" {
 		t.Errorf("writes while converging (-want +got):\n%s", diff)
 	}
 	// The idempotency run read, but did not write.
-	if got := counter.Count(rt.Get, "Widget"); got != 2 {
+	if got := counter.Count(rt.VerbGet, "Widget"); got != 2 {
 		t.Errorf("gets of Widget = %d, want 2 (one per run)", got)
 	}
 	if got := len(counter.Writes()); got != 2 {
@@ -139,7 +139,7 @@ func TestConvergeFailsWhenItNeverConverges(t *testing.T) {
 	rt.Converge(rec, r, requestFor(w), rt.WithCounter(&counter), rt.MaxRuns(7))
 
 	wantFailure(t, rec, `"ns/w" did not converge within 7 runs`, "run 7: requeue after 1h0m0s; no writes", "run 3:")
-	if got := counter.Count(rt.Get, "Widget"); got != 7 {
+	if got := counter.Count(rt.VerbGet, "Widget"); got != 7 {
 		t.Errorf("runs = %d, want 7", got)
 	}
 }

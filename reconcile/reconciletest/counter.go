@@ -188,7 +188,7 @@ func explainWrite(c *call) string {
 		return fmt.Sprintf("%s patch: %s", c.patch.Type(), data)
 	}
 	base, sub, _ := strings.Cut(string(c.req.Verb), "/")
-	if Verb(base) != Update || (sub != "" && sub != "status") {
+	if Verb(base) != VerbUpdate || (sub != "" && sub != "status") {
 		return ""
 	}
 	obj, ok := c.obj.(client.Object)

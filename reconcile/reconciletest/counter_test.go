@@ -32,16 +32,16 @@ func TestCounterRecordsEachVerb(t *testing.T) {
 	}{
 		{"get", func(ctx context.Context, c client.Client) error {
 			return c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "w"}, &testapi.Widget{})
-		}, rt.APIRequest{Verb: rt.Get, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.VerbGet, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"list in a namespace", func(ctx context.Context, c client.Client) error {
 			return c.List(ctx, &testapi.WidgetList{}, client.InNamespace("ns"))
-		}, rt.APIRequest{Verb: rt.List, Kind: "Widget", Namespace: "ns"}},
+		}, rt.APIRequest{Verb: rt.VerbList, Kind: "Widget", Namespace: "ns"}},
 		{"list everywhere", func(ctx context.Context, c client.Client) error {
 			return c.List(ctx, &corev1.ConfigMapList{})
-		}, rt.APIRequest{Verb: rt.List, Kind: "ConfigMap"}},
+		}, rt.APIRequest{Verb: rt.VerbList, Kind: "ConfigMap"}},
 		{"create", func(ctx context.Context, c client.Client) error {
 			return c.Create(ctx, configMap("ns", "cm"))
-		}, rt.APIRequest{Verb: rt.Create, Kind: "ConfigMap", Namespace: "ns", Name: "cm"}},
+		}, rt.APIRequest{Verb: rt.VerbCreate, Kind: "ConfigMap", Namespace: "ns", Name: "cm"}},
 		{"update", func(ctx context.Context, c client.Client) error {
 			var got testapi.Widget
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
@@ -49,16 +49,16 @@ func TestCounterRecordsEachVerb(t *testing.T) {
 			}
 			got.Spec.Message = "changed"
 			return c.Update(ctx, &got)
-		}, rt.APIRequest{Verb: rt.Update, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.VerbUpdate, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"patch", func(ctx context.Context, c client.Client) error {
 			return c.Patch(ctx, w.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{"spec":{"message":"p"}}`)))
-		}, rt.APIRequest{Verb: rt.Patch, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.VerbPatch, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"delete", func(ctx context.Context, c client.Client) error {
 			return c.Delete(ctx, w.DeepCopy())
-		}, rt.APIRequest{Verb: rt.Delete, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.VerbDelete, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"delete all of", func(ctx context.Context, c client.Client) error {
 			return c.DeleteAllOf(ctx, &corev1.ConfigMap{}, client.InNamespace("ns"))
-		}, rt.APIRequest{Verb: rt.DeleteAllOf, Kind: "ConfigMap", Namespace: "ns"}},
+		}, rt.APIRequest{Verb: rt.VerbDeleteAllOf, Kind: "ConfigMap", Namespace: "ns"}},
 		{"status update", func(ctx context.Context, c client.Client) error {
 			var got testapi.Widget
 			if err := c.Get(ctx, client.ObjectKeyFromObject(w), &got); err != nil {
@@ -66,17 +66,17 @@ func TestCounterRecordsEachVerb(t *testing.T) {
 			}
 			got.Status.Phase = "x"
 			return c.Status().Update(ctx, &got)
-		}, rt.APIRequest{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.VerbStatusUpdate, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"status patch", func(ctx context.Context, c client.Client) error {
 			return c.Status().Patch(ctx, w.DeepCopy(), client.RawPatch("application/merge-patch+json", []byte(`{"status":{"phase":"p"}}`)))
-		}, rt.APIRequest{Verb: rt.StatusPatch, Kind: "Widget", Namespace: "ns", Name: "w"}},
+		}, rt.APIRequest{Verb: rt.VerbStatusPatch, Kind: "Widget", Namespace: "ns", Name: "w"}},
 		{"get of a missing object is recorded with its error", func(ctx context.Context, c client.Client) error {
 			err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "missing"}, &corev1.ConfigMap{})
 			if !apierrors.IsNotFound(err) {
 				return fmt.Errorf("err = %v, want NotFound", err)
 			}
 			return nil
-		}, rt.APIRequest{Verb: rt.Get, Kind: "ConfigMap", Namespace: "ns", Name: "missing"}},
+		}, rt.APIRequest{Verb: rt.VerbGet, Kind: "ConfigMap", Namespace: "ns", Name: "missing"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -135,12 +135,12 @@ func TestCounterCountWritesResetString(t *testing.T) {
 		kind string
 		want int
 	}{
-		{rt.Create, "ConfigMap", 3},
-		{rt.Create, "", 3},
-		{rt.Get, "ConfigMap", 2},
-		{rt.List, "Widget", 1},
-		{rt.Create, "Widget", 0},
-		{rt.Update, "", 0},
+		{rt.VerbCreate, "ConfigMap", 3},
+		{rt.VerbCreate, "", 3},
+		{rt.VerbGet, "ConfigMap", 2},
+		{rt.VerbList, "Widget", 1},
+		{rt.VerbCreate, "Widget", 0},
+		{rt.VerbUpdate, "", 0},
 	}
 	for _, tt := range tests {
 		if got := counter.Count(tt.verb, tt.kind); got != tt.want {
@@ -166,10 +166,10 @@ func TestVerbIsWrite(t *testing.T) {
 		verb rt.Verb
 		want bool
 	}{
-		{rt.Get, false}, {rt.List, false}, {rt.Watch, false},
-		{rt.Create, true}, {rt.Update, true}, {rt.Patch, true}, {rt.Apply, true},
-		{rt.Delete, true}, {rt.DeleteAllOf, true},
-		{rt.StatusUpdate, true}, {rt.StatusPatch, true}, {rt.StatusApply, true},
+		{rt.VerbGet, false}, {rt.VerbList, false}, {rt.VerbWatch, false},
+		{rt.VerbCreate, true}, {rt.VerbUpdate, true}, {rt.VerbPatch, true}, {rt.VerbApply, true},
+		{rt.VerbDelete, true}, {rt.VerbDeleteAllOf, true},
+		{rt.VerbStatusUpdate, true}, {rt.VerbStatusPatch, true}, {rt.VerbStatusApply, true},
 		{"get/scale", false}, {"create/eviction", true}, {"", false}, {"frobnicate", false},
 	}
 	for _, tt := range tests {
@@ -185,12 +185,12 @@ func TestRequestString(t *testing.T) {
 		r    rt.APIRequest
 		want string
 	}{
-		{rt.APIRequest{Verb: rt.Get, Kind: "Widget", Namespace: "ns", Name: "w"}, `get Widget "ns/w"`},
-		{rt.APIRequest{Verb: rt.Get, Kind: "Namespace", Name: "ns"}, `get Namespace "ns"`},
-		{rt.APIRequest{Verb: rt.List, Kind: "Widget", Namespace: "ns"}, `list Widget in namespace "ns"`},
-		{rt.APIRequest{Verb: rt.List, Kind: "Widget"}, `list Widget`},
-		{rt.APIRequest{Verb: rt.Get}, `get <unknown kind>`},
-		{rt.APIRequest{Verb: rt.Update, Kind: "Widget", Name: "w", Err: errors.New("boom")}, `update Widget "w" (failed: boom)`},
+		{rt.APIRequest{Verb: rt.VerbGet, Kind: "Widget", Namespace: "ns", Name: "w"}, `get Widget "ns/w"`},
+		{rt.APIRequest{Verb: rt.VerbGet, Kind: "Namespace", Name: "ns"}, `get Namespace "ns"`},
+		{rt.APIRequest{Verb: rt.VerbList, Kind: "Widget", Namespace: "ns"}, `list Widget in namespace "ns"`},
+		{rt.APIRequest{Verb: rt.VerbList, Kind: "Widget"}, `list Widget`},
+		{rt.APIRequest{Verb: rt.VerbGet}, `get <unknown kind>`},
+		{rt.APIRequest{Verb: rt.VerbUpdate, Kind: "Widget", Name: "w", Err: errors.New("boom")}, `update Widget "w" (failed: boom)`},
 	}
 	for _, tt := range tests {
 		if got := tt.r.String(); got != tt.want {
@@ -215,7 +215,7 @@ func TestCounterWatchOnClientWithoutWatch(t *testing.T) {
 		t.Fatalf("Watch through a watching client: %v", err)
 	}
 	w.Stop()
-	want := []rt.APIRequest{{Verb: rt.Watch, Kind: "ConfigMap"}, {Verb: rt.Watch, Kind: "ConfigMap", Namespace: "ns"}}
+	want := []rt.APIRequest{{Verb: rt.VerbWatch, Kind: "ConfigMap"}, {Verb: rt.VerbWatch, Kind: "ConfigMap", Namespace: "ns"}}
 	if diff := cmp.Diff(want, counter.Requests(), ignoreErr); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
@@ -238,12 +238,12 @@ func TestCounterConcurrentUse(t *testing.T) {
 				if err := c.Get(t.Context(), client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); err != nil {
 					t.Error(err)
 				}
-				_ = counter.Count(rt.Get, "") // reads race with writes
+				_ = counter.Count(rt.VerbGet, "") // reads race with writes
 			}
 		})
 	}
 	wg.Wait()
-	if got, want := counter.Count(rt.Create, "ConfigMap"), goroutines*each; got != want {
+	if got, want := counter.Count(rt.VerbCreate, "ConfigMap"), goroutines*each; got != want {
 		t.Errorf("creates = %d, want %d", got, want)
 	}
 	if got, want := len(counter.Requests()), 2*goroutines*each; got != want {

@@ -52,8 +52,8 @@ func TestAPIServerConvergePassesAndFollowsSpecChanges(t *testing.T) {
 	rep := rt.Converge(t, r, requestFor(w), rt.WithCounter(&counter))
 
 	want := []rt.APIRequest{
-		{Verb: rt.Create, Kind: "ConfigMap", Namespace: ns, Name: "w-config"},
-		{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: ns, Name: "w"},
+		{Verb: rt.VerbCreate, Kind: "ConfigMap", Namespace: ns, Name: "w-config"},
+		{Verb: rt.VerbStatusUpdate, Kind: "Widget", Namespace: ns, Name: "w"},
 	}
 	if diff := cmp.Diff(want, rep.Writes(), ignoreErr); diff != "" {
 		t.Errorf("writes (-want +got):\n%s", diff)
@@ -71,8 +71,8 @@ func TestAPIServerConvergePassesAndFollowsSpecChanges(t *testing.T) {
 	}
 	rep = rt.Converge(t, r, requestFor(w), rt.WithCounter(&counter))
 	want = []rt.APIRequest{
-		{Verb: rt.Patch, Kind: "ConfigMap", Namespace: ns, Name: "w-config"},
-		{Verb: rt.StatusUpdate, Kind: "Widget", Namespace: ns, Name: "w"},
+		{Verb: rt.VerbPatch, Kind: "ConfigMap", Namespace: ns, Name: "w-config"},
+		{Verb: rt.VerbStatusUpdate, Kind: "Widget", Namespace: ns, Name: "w"},
 	}
 	if diff := cmp.Diff(want, rep.Writes(), ignoreErr); diff != "" {
 		t.Errorf("writes after the spec change (-want +got):\n%s", diff)
@@ -136,7 +136,7 @@ func TestAPIServerFaultsConvergeAndNeverReachTheServer(t *testing.T) {
 	base := env.Client(t)
 	ns := env.Namespace(t)
 	w := createWidget(t, base, ns, "hello")
-	faults := mustFaults(t, 1, rt.Sequence(rt.FaultServerError, rt.FaultNone, rt.FaultConflict), rt.OnlyVerbs(rt.Create, rt.StatusUpdate))
+	faults := mustFaults(t, 1, rt.Sequence(rt.FaultServerError, rt.FaultNone, rt.FaultConflict), rt.OnlyVerbs(rt.VerbCreate, rt.VerbStatusUpdate))
 	var counter rt.Counter
 	r := &widgetReconciler{Client: counter.Wrap(faults.Wrap(base))}
 
@@ -192,7 +192,7 @@ func TestAPIServerCounterWatch(t *testing.T) {
 		t.Fatalf("Watch: %v", err)
 	}
 	watcher.Stop()
-	if got := counter.Count(rt.Watch, "ConfigMap"); got != 2 {
+	if got := counter.Count(rt.VerbWatch, "ConfigMap"); got != 2 {
 		t.Errorf("watches recorded = %d, want 2", got)
 	}
 }
@@ -220,7 +220,7 @@ func TestAPIServerCounterRecordsApply(t *testing.T) {
 			if err := c.Apply(t.Context(), tt.ac, client.FieldOwner("reconciletest")); err != nil {
 				t.Fatalf("apply: %v", err)
 			}
-			want := []rt.APIRequest{{Verb: rt.Apply, Kind: "ConfigMap", Namespace: ns, Name: tt.name}}
+			want := []rt.APIRequest{{Verb: rt.VerbApply, Kind: "ConfigMap", Namespace: ns, Name: tt.name}}
 			if diff := cmp.Diff(want, counter.Writes()); diff != "" {
 				t.Errorf("writes (-want +got):\n%s", diff)
 			}

@@ -136,7 +136,7 @@ func ExampleCounter() {
 	_ = c.List(ctx, &corev1.ConfigMapList{}, client.InNamespace("default"))
 
 	fmt.Print(counter.String())
-	fmt.Println("creates:", counter.Count(reconciletest.Create, "ConfigMap"))
+	fmt.Println("creates:", counter.Count(reconciletest.VerbCreate, "ConfigMap"))
 	fmt.Println("writes:", counter.Writes())
 	// Output:
 	// create ConfigMap: 1
@@ -152,7 +152,7 @@ func ExampleSequence() {
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "cfg"}}
 	faults, err := reconciletest.NewFaultInjector(1,
 		reconciletest.Sequence(reconciletest.FaultConflict, reconciletest.FaultNone, reconciletest.FaultThrottle),
-		reconciletest.OnlyVerbs(reconciletest.Update))
+		reconciletest.OnlyVerbs(reconciletest.VerbUpdate))
 	if err != nil {
 		fmt.Println(err)
 		return

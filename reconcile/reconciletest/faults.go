@@ -236,13 +236,13 @@ func (f *FaultInjector) faultError(fault Fault, c *call) error {
 func httpMethod(v Verb) string {
 	base, _, _ := strings.Cut(string(v), "/")
 	switch Verb(base) {
-	case Create:
+	case VerbCreate:
 		return "Post"
-	case Update:
+	case VerbUpdate:
 		return "Put"
-	case Patch, Apply:
+	case VerbPatch, VerbApply:
 		return "Patch"
-	case Delete, DeleteAllOf:
+	case VerbDelete, VerbDeleteAllOf:
 		return "Delete"
 	}
 	return "Get"

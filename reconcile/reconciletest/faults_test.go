@@ -148,7 +148,7 @@ func TestFaultRetryAfterDefaultsToOneSecond(t *testing.T) {
 // the filters select, others pass without advancing it, and a failed write
 // never reaches the server.
 func TestFaultSequenceAndFilters(t *testing.T) {
-	f := mustFaults(t, 1, rt.Sequence(rt.FaultConflict, rt.FaultNone, rt.FaultServerError), rt.OnlyVerbs(rt.Create), rt.OnlyKinds("ConfigMap"))
+	f := mustFaults(t, 1, rt.Sequence(rt.FaultConflict, rt.FaultNone, rt.FaultServerError), rt.OnlyVerbs(rt.VerbCreate), rt.OnlyKinds("ConfigMap"))
 	base := newFake(t)
 	c := f.Wrap(base)
 	ctx := t.Context()

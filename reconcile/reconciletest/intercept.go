@@ -37,11 +37,11 @@ func intercept(c client.Client, h hook) client.WithWatch {
 			return run(ctx, c, keyRequest(c, obj, key), obj, nil, func() error { return c.Get(ctx, key, obj, opts...) })
 		},
 		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			return run(ctx, c, listRequest(c, List, list, opts), list, nil, func() error { return c.List(ctx, list, opts...) })
+			return run(ctx, c, listRequest(c, VerbList, list, opts), list, nil, func() error { return c.List(ctx, list, opts...) })
 		},
 		Watch: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) (watch.Interface, error) {
 			var w watch.Interface
-			err := run(ctx, c, listRequest(c, Watch, list, opts), list, nil, func() error {
+			err := run(ctx, c, listRequest(c, VerbWatch, list, opts), list, nil, func() error {
 				var err error
 				w, err = c.Watch(ctx, list, opts...)
 				return err
@@ -52,45 +52,45 @@ func intercept(c client.Client, h hook) client.WithWatch {
 			return w, nil
 		},
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
-			return run(ctx, c, objectRequest(c, Create, obj), obj, nil, func() error { return c.Create(ctx, obj, opts...) })
+			return run(ctx, c, objectRequest(c, VerbCreate, obj), obj, nil, func() error { return c.Create(ctx, obj, opts...) })
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
-			return run(ctx, c, objectRequest(c, Update, obj), obj, nil, func() error { return c.Update(ctx, obj, opts...) })
+			return run(ctx, c, objectRequest(c, VerbUpdate, obj), obj, nil, func() error { return c.Update(ctx, obj, opts...) })
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
-			return run(ctx, c, objectRequest(c, Patch, obj), obj, patch, func() error { return c.Patch(ctx, obj, patch, opts...) })
+			return run(ctx, c, objectRequest(c, VerbPatch, obj), obj, patch, func() error { return c.Patch(ctx, obj, patch, opts...) })
 		},
 		Apply: func(ctx context.Context, c client.WithWatch, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
-			return run(ctx, c, applyRequest(Apply, obj), nil, nil, func() error { return c.Apply(ctx, obj, opts...) })
+			return run(ctx, c, applyRequest(VerbApply, obj), nil, nil, func() error { return c.Apply(ctx, obj, opts...) })
 		},
 		Delete: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteOption) error {
-			return run(ctx, c, objectRequest(c, Delete, obj), obj, nil, func() error { return c.Delete(ctx, obj, opts...) })
+			return run(ctx, c, objectRequest(c, VerbDelete, obj), obj, nil, func() error { return c.Delete(ctx, obj, opts...) })
 		},
 		DeleteAllOf: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.DeleteAllOfOption) error {
 			return run(ctx, c, deleteAllOfRequest(c, obj, opts), obj, nil, func() error { return c.DeleteAllOf(ctx, obj, opts...) })
 		},
 		SubResourceGet: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceGetOption) error {
-			return run(ctx, c, objectRequest(c, subresourceVerb(Get, sub), obj), obj, nil, func() error {
+			return run(ctx, c, objectRequest(c, subresourceVerb(VerbGet, sub), obj), obj, nil, func() error {
 				return c.SubResource(sub).Get(ctx, obj, subObj, opts...)
 			})
 		},
 		SubResourceCreate: func(ctx context.Context, c client.Client, sub string, obj, subObj client.Object, opts ...client.SubResourceCreateOption) error {
-			return run(ctx, c, objectRequest(c, subresourceVerb(Create, sub), obj), obj, nil, func() error {
+			return run(ctx, c, objectRequest(c, subresourceVerb(VerbCreate, sub), obj), obj, nil, func() error {
 				return c.SubResource(sub).Create(ctx, obj, subObj, opts...)
 			})
 		},
 		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
-			return run(ctx, c, objectRequest(c, subresourceVerb(Update, sub), obj), obj, nil, func() error {
+			return run(ctx, c, objectRequest(c, subresourceVerb(VerbUpdate, sub), obj), obj, nil, func() error {
 				return c.SubResource(sub).Update(ctx, obj, opts...)
 			})
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			return run(ctx, c, objectRequest(c, subresourceVerb(Patch, sub), obj), obj, patch, func() error {
+			return run(ctx, c, objectRequest(c, subresourceVerb(VerbPatch, sub), obj), obj, patch, func() error {
 				return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
 			})
 		},
 		SubResourceApply: func(ctx context.Context, c client.Client, sub string, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
-			return run(ctx, c, applyRequest(subresourceVerb(Apply, sub), obj), nil, nil, func() error {
+			return run(ctx, c, applyRequest(subresourceVerb(VerbApply, sub), obj), nil, nil, func() error {
 				return c.SubResource(sub).Apply(ctx, obj, opts...)
 			})
 		},

@@ -22,22 +22,22 @@ type Verb string
 
 // The verbs of controller-runtime's client.Client.
 const (
-	Get         Verb = "get"
-	List        Verb = "list"
-	Watch       Verb = "watch"
-	Create      Verb = "create"
-	Update      Verb = "update"
-	Patch       Verb = "patch"
-	Apply       Verb = "apply"
-	Delete      Verb = "delete"
-	DeleteAllOf Verb = "deletecollection"
+	VerbGet         Verb = "get"
+	VerbList        Verb = "list"
+	VerbWatch       Verb = "watch"
+	VerbCreate      Verb = "create"
+	VerbUpdate      Verb = "update"
+	VerbPatch       Verb = "patch"
+	VerbApply       Verb = "apply"
+	VerbDelete      Verb = "delete"
+	VerbDeleteAllOf Verb = "deletecollection"
 
-	// StatusUpdate is client.Status().Update.
-	StatusUpdate Verb = "update/status"
-	// StatusPatch is client.Status().Patch.
-	StatusPatch Verb = "patch/status"
-	// StatusApply is client.Status().Apply.
-	StatusApply Verb = "apply/status"
+	// VerbStatusUpdate is client.Status().Update.
+	VerbStatusUpdate Verb = "update/status"
+	// VerbStatusPatch is client.Status().Patch.
+	VerbStatusPatch Verb = "patch/status"
+	// VerbStatusApply is client.Status().Apply.
+	VerbStatusApply Verb = "apply/status"
 )
 
 // subresourceVerb names a request to a subresource: "update/status".
@@ -51,7 +51,7 @@ func subresourceVerb(v Verb, subresource string) Verb {
 func (v Verb) IsWrite() bool {
 	base, _, _ := strings.Cut(string(v), "/")
 	switch Verb(base) {
-	case Create, Update, Patch, Apply, Delete, DeleteAllOf:
+	case VerbCreate, VerbUpdate, VerbPatch, VerbApply, VerbDelete, VerbDeleteAllOf:
 		return true
 	}
 	return false
@@ -149,7 +149,7 @@ func objectRequest(c client.Client, v Verb, obj client.Object) APIRequest {
 
 // keyRequest describes a Get, whose object may still be empty.
 func keyRequest(c client.Client, obj client.Object, key client.ObjectKey) APIRequest {
-	return APIRequest{Verb: Get, Kind: kindOf(c, obj), Namespace: key.Namespace, Name: key.Name}
+	return APIRequest{Verb: VerbGet, Kind: kindOf(c, obj), Namespace: key.Namespace, Name: key.Name}
 }
 
 // listRequest describes a List or Watch: the kind of the items, and the
@@ -168,7 +168,7 @@ func deleteAllOfRequest(c client.Client, obj client.Object, opts []client.Delete
 	if ns == "" {
 		ns = obj.GetNamespace()
 	}
-	return APIRequest{Verb: DeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
+	return APIRequest{Verb: VerbDeleteAllOf, Kind: kindOf(c, obj), Namespace: ns}
 }
 
 // applyConfiguration is what client-go's generated apply configurations

@@ -164,7 +164,7 @@ func parseAPIPath(method, path string, watch, apply bool) APIRequest {
 		r.Name = parts[1]
 	}
 	if legacyWatch {
-		r.Verb = Watch
+		r.Verb = VerbWatch
 	} else {
 		r.Verb = methodVerb(method, r.Name != "", watch, apply)
 	}
@@ -181,25 +181,25 @@ func methodVerb(method string, named, watch, apply bool) Verb {
 	case http.MethodGet, http.MethodHead:
 		switch {
 		case named:
-			return Get
+			return VerbGet
 		case watch:
-			return Watch
+			return VerbWatch
 		}
-		return List
+		return VerbList
 	case http.MethodPost:
-		return Create
+		return VerbCreate
 	case http.MethodPut:
-		return Update
+		return VerbUpdate
 	case http.MethodPatch:
 		if apply {
-			return Apply
+			return VerbApply
 		}
-		return Patch
+		return VerbPatch
 	case http.MethodDelete:
 		if named {
-			return Delete
+			return VerbDelete
 		}
-		return DeleteAllOf
+		return VerbDeleteAllOf
 	}
 	if strings.Contains(method, "/") { // not an HTTP method; keep verbs' slash for subresources
 		return "unknown"

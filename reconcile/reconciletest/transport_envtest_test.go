@@ -89,7 +89,7 @@ func TestAPIServerTransportAgreesWithTheClient(t *testing.T) {
 			Namespace, Name string
 		}
 		want := key{client[0].Verb, client[0].Namespace, client[0].Name}
-		if want.Verb == rt.Create {
+		if want.Verb == rt.VerbCreate {
 			want.Name = "" // a create's URL names no object: its body does
 		}
 		if diff := cmp.Diff(want, key{transport[0].Verb, transport[0].Namespace, transport[0].Name}); diff != "" {

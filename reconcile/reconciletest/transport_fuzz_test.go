@@ -34,7 +34,7 @@ func FuzzParseAPIPath(f *testing.F) {
 		f.Add(seed.method, seed.path, seed.watch, seed.apply)
 	}
 	known := map[string]bool{"GET": true, "HEAD": true, "POST": true, "PUT": true, "PATCH": true, "DELETE": true}
-	verbs := map[Verb]bool{Get: true, List: true, Watch: true, Create: true, Update: true, Patch: true, Apply: true, Delete: true, DeleteAllOf: true}
+	verbs := map[Verb]bool{VerbGet: true, VerbList: true, VerbWatch: true, VerbCreate: true, VerbUpdate: true, VerbPatch: true, VerbApply: true, VerbDelete: true, VerbDeleteAllOf: true}
 	f.Fuzz(func(t *testing.T, method, path string, watch, apply bool) {
 		r := parseAPIPath(method, path, watch, apply)
 
@@ -71,7 +71,7 @@ func FuzzParseAPIPath(f *testing.F) {
 		} else {
 			b.WriteString("/apis/" + r.Resource.Group + "/v1")
 		}
-		if base == string(Watch) {
+		if base == string(VerbWatch) {
 			b.WriteString("/watch")
 		}
 		if r.Namespace != "" {
@@ -98,12 +98,12 @@ func TestParseAPIPathMethods(t *testing.T) {
 		method       string
 		named, whole Verb
 	}{
-		{http.MethodGet, Get, List},
-		{http.MethodHead, Get, List},
-		{http.MethodPost, Create, Create},
-		{http.MethodPut, Update, Update},
-		{http.MethodPatch, Patch, Patch},
-		{http.MethodDelete, Delete, DeleteAllOf},
+		{http.MethodGet, VerbGet, VerbList},
+		{http.MethodHead, VerbGet, VerbList},
+		{http.MethodPost, VerbCreate, VerbCreate},
+		{http.MethodPut, VerbUpdate, VerbUpdate},
+		{http.MethodPatch, VerbPatch, VerbPatch},
+		{http.MethodDelete, VerbDelete, VerbDeleteAllOf},
 		{http.MethodOptions, "options", "options"},
 	}
 	for _, tt := range tests {

@@ -46,67 +46,67 @@ func TestWrapTransportDescribesKubernetesRequests(t *testing.T) {
 		want        rt.APIRequest
 	}{
 		{"get", "GET", "/api/v1/namespaces/ns/configmaps/cm", "",
-			rt.APIRequest{Verb: rt.Get, Resource: cm, Namespace: "ns", Name: "cm"}},
+			rt.APIRequest{Verb: rt.VerbGet, Resource: cm, Namespace: "ns", Name: "cm"}},
 		{"list in a namespace", "GET", "/api/v1/namespaces/ns/configmaps?limit=500", "",
-			rt.APIRequest{Verb: rt.List, Resource: cm, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbList, Resource: cm, Namespace: "ns"}},
 		{"list everywhere", "GET", "/api/v1/configmaps", "",
-			rt.APIRequest{Verb: rt.List, Resource: cm}},
+			rt.APIRequest{Verb: rt.VerbList, Resource: cm}},
 		{"watch", "GET", "/api/v1/namespaces/ns/configmaps?watch=true&resourceVersion=7&allowWatchBookmarks=true", "",
-			rt.APIRequest{Verb: rt.Watch, Resource: cm, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbWatch, Resource: cm, Namespace: "ns"}},
 		{"watch=1", "GET", "/apis/apps/v1/deployments?watch=1", "",
-			rt.APIRequest{Verb: rt.Watch, Resource: deploy}},
+			rt.APIRequest{Verb: rt.VerbWatch, Resource: deploy}},
 		{"watch=false is a list", "GET", "/apis/apps/v1/deployments?watch=false", "",
-			rt.APIRequest{Verb: rt.List, Resource: deploy}},
+			rt.APIRequest{Verb: rt.VerbList, Resource: deploy}},
 		{"legacy watch path", "GET", "/api/v1/watch/namespaces/ns/configmaps", "",
-			rt.APIRequest{Verb: rt.Watch, Resource: cm, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbWatch, Resource: cm, Namespace: "ns"}},
 		{"create", "POST", "/apis/apps/v1/namespaces/ns/deployments", "application/json",
-			rt.APIRequest{Verb: rt.Create, Resource: deploy, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbCreate, Resource: deploy, Namespace: "ns"}},
 		{"update", "PUT", "/apis/apps/v1/namespaces/ns/deployments/d", "application/json",
-			rt.APIRequest{Verb: rt.Update, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbUpdate, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"status update", "PUT", "/apis/apps/v1/namespaces/ns/deployments/d/status", "application/json",
-			rt.APIRequest{Verb: rt.StatusUpdate, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbStatusUpdate, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"patch", "PATCH", "/apis/apps/v1/namespaces/ns/deployments/d", mergePatch,
-			rt.APIRequest{Verb: rt.Patch, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbPatch, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"status patch", "PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", mergePatch,
-			rt.APIRequest{Verb: rt.StatusPatch, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbStatusPatch, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"server-side apply", "PATCH", "/apis/apps/v1/namespaces/ns/deployments/d?fieldManager=m", applyPatch,
-			rt.APIRequest{Verb: rt.Apply, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbApply, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"status apply", "PATCH", "/apis/apps/v1/namespaces/ns/deployments/d/status", applyPatch,
-			rt.APIRequest{Verb: rt.StatusApply, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbStatusApply, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"delete", "DELETE", "/apis/apps/v1/namespaces/ns/deployments/d", "",
-			rt.APIRequest{Verb: rt.Delete, Resource: deploy, Namespace: "ns", Name: "d"}},
+			rt.APIRequest{Verb: rt.VerbDelete, Resource: deploy, Namespace: "ns", Name: "d"}},
 		{"deletecollection", "DELETE", "/apis/apps/v1/namespaces/ns/deployments?labelSelector=a%3Db", "",
-			rt.APIRequest{Verb: rt.DeleteAllOf, Resource: deploy, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbDeleteAllOf, Resource: deploy, Namespace: "ns"}},
 		{"eviction", "POST", "/api/v1/namespaces/ns/pods/p/eviction", "application/json",
 			rt.APIRequest{Verb: "create/eviction", Resource: schema.GroupResource{Resource: "pods"}, Namespace: "ns", Name: "p"}},
 		{"log", "GET", "/api/v1/namespaces/ns/pods/p/log", "",
 			rt.APIRequest{Verb: "get/log", Resource: schema.GroupResource{Resource: "pods"}, Namespace: "ns", Name: "p"}},
 		{"event", "POST", "/apis/events.k8s.io/v1/namespaces/ns/events", "application/vnd.kubernetes.protobuf",
-			rt.APIRequest{Verb: rt.Create, Resource: schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbCreate, Resource: schema.GroupResource{Group: "events.k8s.io", Resource: "events"}, Namespace: "ns"}},
 		{"lease renewal", "PUT", "/apis/coordination.k8s.io/v1/namespaces/ns/leases/l", "application/json",
-			rt.APIRequest{Verb: rt.Update, Resource: schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, Namespace: "ns", Name: "l"}},
+			rt.APIRequest{Verb: rt.VerbUpdate, Resource: schema.GroupResource{Group: "coordination.k8s.io", Resource: "leases"}, Namespace: "ns", Name: "l"}},
 		{"cluster-scoped object", "GET", "/api/v1/nodes/n1", "",
-			rt.APIRequest{Verb: rt.Get, Resource: schema.GroupResource{Resource: "nodes"}, Name: "n1"}},
+			rt.APIRequest{Verb: rt.VerbGet, Resource: schema.GroupResource{Resource: "nodes"}, Name: "n1"}},
 		{"a Namespace object has a name, no namespace", "GET", "/api/v1/namespaces/ns", "",
-			rt.APIRequest{Verb: rt.Get, Resource: ns, Name: "ns"}},
+			rt.APIRequest{Verb: rt.VerbGet, Resource: ns, Name: "ns"}},
 		{"namespace status", "PUT", "/api/v1/namespaces/ns/status", "application/json",
-			rt.APIRequest{Verb: rt.StatusUpdate, Resource: ns, Name: "ns"}},
+			rt.APIRequest{Verb: rt.VerbStatusUpdate, Resource: ns, Name: "ns"}},
 		{"namespace finalize", "PUT", "/api/v1/namespaces/ns/finalize", "application/json",
 			rt.APIRequest{Verb: "update/finalize", Resource: ns, Name: "ns"}},
 		{"list namespaces", "GET", "/api/v1/namespaces", "",
-			rt.APIRequest{Verb: rt.List, Resource: ns}},
+			rt.APIRequest{Verb: rt.VerbList, Resource: ns}},
 		{"a resource named like a subresource", "GET", "/api/v1/namespaces/ns/status/x", "",
 			rt.APIRequest{Verb: "get/status", Resource: ns, Name: "ns"}},
 		{"discovery of groups", "GET", "/apis", "",
-			rt.APIRequest{Verb: rt.Get}},
+			rt.APIRequest{Verb: rt.VerbGet}},
 		{"discovery of a group version", "GET", "/apis/apps/v1", "",
-			rt.APIRequest{Verb: rt.Get}},
+			rt.APIRequest{Verb: rt.VerbGet}},
 		{"discovery of the core group", "GET", "/api/v1", "",
-			rt.APIRequest{Verb: rt.Get}},
+			rt.APIRequest{Verb: rt.VerbGet}},
 		{"version", "GET", "/version", "",
-			rt.APIRequest{Verb: rt.Get}},
+			rt.APIRequest{Verb: rt.VerbGet}},
 		{"trailing slash", "GET", "/api/v1/namespaces/ns/configmaps/", "",
-			rt.APIRequest{Verb: rt.List, Resource: cm, Namespace: "ns"}},
+			rt.APIRequest{Verb: rt.VerbList, Resource: cm, Namespace: "ns"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -210,11 +210,11 @@ func TestWrapConfigCountsEveryClientOfTheConfig(t *testing.T) {
 		}
 	}
 	want := []rt.APIRequest{
-		{Verb: rt.Get, Code: 200}, {Verb: rt.Patch, Code: 409},
-		{Verb: rt.Get, Code: 200}, {Verb: rt.Patch, Code: 409},
+		{Verb: rt.VerbGet, Code: 200}, {Verb: rt.VerbPatch, Code: 409},
+		{Verb: rt.VerbGet, Code: 200}, {Verb: rt.VerbPatch, Code: 409},
 	}
 	for i := range want {
-		want[i].Method = map[rt.Verb]string{rt.Get: "GET", rt.Patch: "PATCH"}[want[i].Verb]
+		want[i].Method = map[rt.Verb]string{rt.VerbGet: "GET", rt.VerbPatch: "PATCH"}[want[i].Verb]
 		want[i].Resource = schema.GroupResource{Group: "apps", Resource: "deployments"}
 		want[i].Namespace, want[i].Name = "ns", "d"
 		want[i].Path = "/apis/apps/v1/namespaces/ns/deployments/d"
@@ -227,13 +227,13 @@ func TestWrapConfigCountsEveryClientOfTheConfig(t *testing.T) {
 			t.Errorf("user agent = %q, want the config's %q", r.UserAgent, "my-operator")
 		}
 	}
-	if got := counter.CountResource(rt.Patch, "deployments.apps"); got != 2 {
+	if got := counter.CountResource(rt.VerbPatch, "deployments.apps"); got != 2 {
 		t.Errorf("CountResource(patch, deployments.apps) = %d, want 2", got)
 	}
-	if got := counter.CountResource(rt.Patch, "deployments"); got != 0 {
+	if got := counter.CountResource(rt.VerbPatch, "deployments"); got != 0 {
 		t.Errorf("CountResource(patch, deployments) = %d, want 0: the group is part of the name", got)
 	}
-	if got := counter.CountResource(rt.Get, ""); got != 2 {
+	if got := counter.CountResource(rt.VerbGet, ""); got != 2 {
 		t.Errorf("CountResource(get, \"\") = %d, want 2", got)
 	}
 	if got, want := counter.String(), "get deployments.apps: 2\npatch deployments.apps: 2\n"; got != want {

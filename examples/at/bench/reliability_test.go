@@ -100,8 +100,8 @@ func TestUnderInjectedFaultsEveryAtEndsDoneWithExactlyOnePod(t *testing.T) {
 	kl := startKubelet(t, ns, podRunTime)
 	tr := startTracker(t, ns)
 
-	writes := []reconciletest.Verb{reconciletest.Create, reconciletest.Update, reconciletest.Patch,
-		reconciletest.Delete, reconciletest.StatusUpdate, reconciletest.StatusPatch}
+	writes := []reconciletest.Verb{reconciletest.VerbCreate, reconciletest.VerbUpdate, reconciletest.VerbPatch,
+		reconciletest.VerbDelete, reconciletest.VerbStatusUpdate, reconciletest.VerbStatusPatch}
 	// The controller's cached reads never reach the API server; its
 	// writes and its uncached reads do, and fail at the given rate with
 	// conflicts, 429 with Retry-After, 500, 504 and client timeouts.

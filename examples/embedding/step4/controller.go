@@ -40,6 +40,10 @@ const ReasonInvalidHostname = "InvalidHostname"
 type WebsiteReconciler struct {
 	client.Client
 	Scheme *runtime.Scheme
+	// APIReader reads from the API server, not the cache: the status
+	// writer re-reads the Website with it after a conflict (the manager's
+	// GetAPIReader()).
+	APIReader client.Reader
 	// Directory is the namespace of the DNS records.
 	Directory string
 	// Policy decides what an error means and what to return. Its zero
@@ -68,22 +72,25 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return r.Policy.Result(ctx, req, ctrl.Result{}, err)
 	}
 
-	writer := status.Writer{Client: r.Client}
+	writer := status.Writer{Client: r.Client, APIReader: r.APIReader}
 	snapshot := writer.Snapshot(site)
 	err := r.sync(ctx, site)
-	d := r.Policy.Decide(ctx, req, ctrl.Result{}, err)
-	switch {
-	case err == nil:
-		status.MarkReady(site, "Deployed", "serving "+site.Spec.Hostname)
-		status.ObserveGeneration(site)
-	case d.Report:
-		status.MarkFailure(site, err, d.Class)
-		status.ObserveGeneration(site)
-	}
-	if _, werr := snapshot.Write(ctx); werr != nil {
-		return r.Policy.Result(ctx, req, ctrl.Result{}, errors.Join(err, fmt.Errorf("write status: %w", werr)))
-	}
-	return d.Return()
+	// Decide once, after recording the outcome: a failed status write joins
+	// the decision instead of being decided again.
+	return r.Policy.DecideWith(ctx, req, ctrl.Result{}, err, func(d requeue.Decision) error {
+		switch {
+		case err == nil:
+			status.MarkReady(site, "Deployed", "serving "+site.Spec.Hostname)
+			status.ObserveGeneration(site)
+		case d.Report:
+			status.MarkFailure(site, err, d.Class)
+			status.ObserveGeneration(site)
+		}
+		if _, werr := snapshot.Write(ctx); werr != nil {
+			return fmt.Errorf("write status: %w", werr)
+		}
+		return nil
+	}).Return()
 }
 
 // sync makes the Website's children what its spec says.

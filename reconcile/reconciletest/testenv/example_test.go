@@ -171,7 +171,7 @@ func ExampleManager_requests() {
 	}
 	// The recorder sends events in the background: wait for its write.
 	err = wait.PollUntilContextCancel(ctx, 10*time.Millisecond, true, func(context.Context) (bool, error) {
-		return mgr.Requests.CountResource(reconciletest.Create, "events.events.k8s.io") > 0, nil
+		return mgr.Requests.CountResource(reconciletest.VerbCreate, "events.events.k8s.io") > 0, nil
 	})
 	if err != nil {
 		fmt.Println(err)

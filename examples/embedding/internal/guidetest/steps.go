@@ -33,21 +33,21 @@ var Steps = []Step{{
 	Package: "step2",
 	Adopts:  "`status`",
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
-		r := &step2.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		r := &step2.WebsiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Directory: directory}
 		return r.Watches(mgr).Complete(wrap(r))
 	},
 }, {
 	Package: "step3",
 	Adopts:  "`finalizer`",
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
-		r := &step3.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		r := &step3.WebsiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Directory: directory}
 		return r.Watches(mgr).Complete(wrap(r))
 	},
 }, {
 	Package: "step4",
 	Adopts:  "`drift.Ensure`",
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
-		r := &step4.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory}
+		r := &step4.WebsiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Directory: directory}
 		return r.Watches(mgr).Complete(wrap(r))
 	},
 }, {
