@@ -357,11 +357,14 @@ func (r *AtReconciler) deletePod(ctx context.Context, at *atv1.At) error {
 
 // PodName is the At's one Pod: derived from the At's name and UID, so a
 // restarted controller finds the Pod it created and an At re-created under
-// the same name gets a new one.
+// the same name gets a new one. It is at most 61 characters, so the Pod's
+// hostname (at most 63) is its name: the At's name is cut to 52 characters,
+// and a '.' or '-' the cut leaves at the end is dropped, since a name part
+// must end with a letter or digit.
 func PodName(at *atv1.At) string {
 	name := at.Name
 	if len(name) > 52 {
-		name = name[:52]
+		name = strings.TrimRight(name[:52], ".-")
 	}
 	uid := string(at.UID)
 	if len(uid) > 8 {
