@@ -89,7 +89,7 @@ func Sequence(faults ...Fault) FaultOption {
 }
 
 // OnlyVerbs restricts injection to requests with one of the verbs, for
-// example only writes: OnlyVerbs(Update, Patch, StatusUpdate, StatusPatch).
+// example only writes: OnlyVerbs(VerbUpdate, VerbPatch, VerbStatusUpdate, VerbStatusPatch).
 // Requests with other verbs pass and do not advance a [Sequence].
 func OnlyVerbs(verbs ...Verb) FaultOption {
 	return func(o *faultOptions) { o.verbs = append(o.verbs, verbs...) }

@@ -23,6 +23,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -41,6 +42,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	"github.com/go-logr/logr"
+
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
 )
@@ -57,15 +60,19 @@ func main() {
 	keep := flag.Bool("keep", false, "keep running after the sample is DONE, until Ctrl-C")
 	verbose := flag.Bool("v", false, "show the controller's logs")
 	flag.Parse()
-	if *verbose {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(true)))
-	} else {
-		ctrl.SetLogger(zap.New(zap.UseDevMode(false), zap.Level(zapcore.ErrorLevel)))
+	logger := zap.New(zap.UseDevMode(true))
+	if !*verbose {
+		// Errors only, without stack traces: the demo's output is its story.
+		logger = zap.New(zap.UseDevMode(false), zap.Level(zapcore.ErrorLevel), zap.StacktraceLevel(zapcore.PanicLevel))
 	}
+	// The shutdown is quiet: what stopping cancels is not an error.
+	var stopping atomic.Bool
+	ctrl.SetLogger(logr.New(quietStop{LogSink: logger.GetSink(), stopping: &stopping}))
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *crdDir, *in, *keep); err != nil {
+	context.AfterFunc(ctx, func() { stopping.Store(true) }) // Ctrl-C
+	if err := run(ctx, *crdDir, *in, *keep, &stopping); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -75,7 +82,7 @@ func say(format string, args ...any) {
 	fmt.Printf("%s  "+format+"\n", append([]any{time.Now().Format("15:04:05.000")}, args...)...)
 }
 
-func run(ctx context.Context, crdDir string, in time.Duration, keep bool) (err error) {
+func run(ctx context.Context, crdDir string, in time.Duration, keep bool, stopping *atomic.Bool) (err error) {
 	assets := os.Getenv("KUBEBUILDER_ASSETS")
 	kwokBin := filepath.Join(assets, "kwok")
 	if assets == "" {
@@ -187,6 +194,7 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool) (err e
 	mgrDone := make(chan error, 1)
 	go func() { mgrDone <- mgr.Start(mgrCtx) }()
 	defer func() {
+		stopping.Store(true)
 		stopMgr()
 		<-mgrDone
 		say("controller stopped")

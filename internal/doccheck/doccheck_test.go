@@ -1,0 +1,428 @@
+// Package doccheck holds the test that keeps the documentation in step with
+// the code: every exported name that the package documentation (what `go doc
+// -all` shows), README.md or docs/*.md names must exist, and no name that
+// CHANGELOG.md lists as removed or renamed may be used any more.
+package doccheck_test
+
+import (
+	"bufio"
+	"fmt"
+	"go/ast"
+	"go/doc"
+	"go/parser"
+	"go/token"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+)
+
+// root is the module's root, relative to this package.
+const root = "../.."
+
+// libraries are the packages users import, by the name they type. Their
+// documentation is checked, and references to them are checked everywhere.
+var libraries = map[string]string{
+	"errors":        "errors",
+	"requeue":       "requeue",
+	"status":        "status",
+	"finalizer":     "finalizer",
+	"ownership":     "ownership",
+	"drift":         "drift",
+	"freshness":     "freshness",
+	"reconcile":     "reconcile",
+	"reconciletest": "reconcile/reconciletest",
+	"testenv":       "reconcile/reconciletest/testenv",
+}
+
+// homonyms are the other packages the documentation names with the same
+// identifier as one of ours: a reference valid in either is valid.
+var homonyms = map[string][]string{
+	"errors":    {"std:errors"},
+	"reconcile": {"mod:sigs.k8s.io/controller-runtime/pkg/reconcile"},
+	"status":    {"mod:sigs.k8s.io/cli-utils/pkg/kstatus/status"},
+}
+
+// names is the exported API of one package: top-level names, and for each
+// type its methods and fields.
+type names struct {
+	top     map[string]bool
+	members map[string]map[string]bool
+}
+
+func (n names) has(name, member string) bool {
+	if !n.top[name] {
+		return false
+	}
+	return member == "" || n.members[name][member]
+}
+
+// load parses the non-test Go files of dir and returns its exported names
+// and its documentation, as go doc -all shows it.
+func load(t *testing.T, dir string) (names, *doc.Package) {
+	t.Helper()
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, parser.ParseComments)
+	if err != nil {
+		t.Fatalf("parsing %s: %v", dir, err)
+	}
+	n := names{top: map[string]bool{}, members: map[string]map[string]bool{}}
+	var files []*ast.File
+	var path string
+	for name, p := range pkgs {
+		if strings.HasSuffix(name, "_test") || name == "main" {
+			continue
+		}
+		path = name
+		for _, f := range p.Files {
+			files = append(files, f)
+		}
+	}
+	if len(files) == 0 {
+		t.Fatalf("no package in %s", dir)
+	}
+	d, err := doc.NewFromFiles(fset, files, path)
+	if err != nil {
+		t.Fatalf("reading the documentation of %s: %v", dir, err)
+	}
+	addValues := func(vs []*doc.Value) {
+		for _, v := range vs {
+			for _, name := range v.Names {
+				n.top[name] = true
+			}
+		}
+	}
+	addValues(d.Consts)
+	addValues(d.Vars)
+	for _, f := range d.Funcs {
+		n.top[f.Name] = true
+	}
+	for _, typ := range d.Types {
+		n.top[typ.Name] = true
+		m := map[string]bool{}
+		for _, f := range typ.Methods {
+			m[f.Name] = true
+		}
+		for _, f := range typ.Funcs {
+			n.top[f.Name] = true
+		}
+		addValues(typ.Consts)
+		addValues(typ.Vars)
+		ast.Inspect(typ.Decl, func(node ast.Node) bool {
+			switch x := node.(type) {
+			case *ast.StructType:
+				for _, f := range x.Fields.List {
+					for _, id := range f.Names {
+						m[id.Name] = true
+					}
+					if len(f.Names) == 0 { // embedded: its name is its type's
+						m[embeddedName(f.Type)] = true
+					}
+				}
+				return false
+			case *ast.InterfaceType:
+				for _, f := range x.Methods.List {
+					for _, id := range f.Names {
+						m[id.Name] = true
+					}
+				}
+				return false
+			}
+			return true
+		})
+		n.members[typ.Name] = m
+	}
+	return n, d
+}
+
+func embeddedName(e ast.Expr) string {
+	switch x := e.(type) {
+	case *ast.StarExpr:
+		return embeddedName(x.X)
+	case *ast.SelectorExpr:
+		return x.Sel.Name
+	case *ast.Ident:
+		return x.Name
+	case *ast.IndexExpr:
+		return embeddedName(x.X)
+	}
+	return ""
+}
+
+// text is the documentation of d as go doc -all shows it: the package
+// comment and the comment of every exported declaration.
+func text(d *doc.Package) string {
+	var b strings.Builder
+	b.WriteString(d.Doc)
+	values := func(vs []*doc.Value) {
+		for _, v := range vs {
+			b.WriteString(v.Doc)
+		}
+	}
+	values(d.Consts)
+	values(d.Vars)
+	for _, f := range d.Funcs {
+		b.WriteString(f.Doc)
+	}
+	for _, typ := range d.Types {
+		b.WriteString(typ.Doc)
+		values(typ.Consts)
+		values(typ.Vars)
+		for _, f := range typ.Funcs {
+			b.WriteString(f.Doc)
+		}
+		for _, f := range typ.Methods {
+			b.WriteString(f.Doc)
+		}
+		ast.Inspect(typ.Decl, func(node ast.Node) bool {
+			if f, ok := node.(*ast.Field); ok && f.Doc != nil {
+				b.WriteString(f.Doc.Text())
+			}
+			return true
+		})
+	}
+	return b.String()
+}
+
+// homonymNames loads the exported names of a same-named package outside the
+// module: the standard library's or a module dependency's.
+func homonymNames(t *testing.T, ref string) names {
+	t.Helper()
+	kind, path, _ := strings.Cut(ref, ":")
+	var dir string
+	switch kind {
+	case "std":
+		out, err := exec.Command("go", "env", "GOROOT").Output()
+		if err != nil {
+			t.Fatalf("go env GOROOT: %v", err)
+		}
+		dir = filepath.Join(strings.TrimSpace(string(out)), "src", path)
+	case "mod":
+		out, err := exec.Command("go", "list", "-f", "{{.Dir}}", path).Output()
+		if err != nil {
+			t.Fatalf("go list %s: %v", path, err)
+		}
+		dir = strings.TrimSpace(string(out))
+	}
+	n, _ := load(t, dir)
+	return n
+}
+
+// reference matches a qualified name of one of our packages in prose or
+// code: "drift.Ensure", "requeue.Policy.DecideWith", "[status.Writer]".
+var reference = regexp.MustCompile(`\b(` + strings.Join(sortedKeys(libraries), "|") + `)\.([A-Z]\w*)(?:\.([A-Z]\w*))?`)
+
+// docLink matches an unqualified doc link in a Go comment: "[Ensure]",
+// "[Policy.Decide]".
+var docLink = regexp.MustCompile(`\[([A-Z]\w*)(?:\.([A-Z]\w*))?\]`)
+
+func sortedKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// removed reads CHANGELOG.md's tables: for each package section, the names
+// of the "before" column that the package no longer has.
+func removed(t *testing.T, apis map[string]names) map[string][]string {
+	t.Helper()
+	f, err := os.Open(filepath.Join(root, "CHANGELOG.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	out := map[string][]string{}
+	pkg := ""
+	code := regexp.MustCompile("`([^`]+)`")
+	ident := regexp.MustCompile(`^(?:[a-z]+\.)?([A-Z]\w*)(?:\.([A-Z]\w*))?`)
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.HasPrefix(line, "### ") {
+			pkg = filepath.Base(strings.Fields(strings.TrimPrefix(line, "### "))[0])
+			continue
+		}
+		api, ok := apis[pkg]
+		if !ok || !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| before") || strings.HasPrefix(line, "|---") {
+			continue
+		}
+		before := strings.Split(line, "|")[1]
+		for _, m := range code.FindAllStringSubmatch(before, -1) {
+			for _, part := range strings.Split(m[1], ",") {
+				id := ident.FindStringSubmatch(strings.TrimSpace(part))
+				if id == nil || len(id[1]) == 1 || api.has(id[1], id[2]) {
+					continue
+				}
+				name := id[1]
+				if id[2] != "" {
+					name += "." + id[2]
+				}
+				out[pkg] = append(out[pkg], name)
+			}
+		}
+	}
+	return out
+}
+
+// TestDocsNameOnlyWhatExists fails when the documentation of a library
+// package, README.md, docs/*.md or an example's README names an exported
+// name that does not exist (a qualified reference such as drift.Ensure, or
+// a doc link such as [Policy.Decide] in the package's own comments), or a
+// name CHANGELOG.md lists as removed or renamed.
+func TestDocsNameOnlyWhatExists(t *testing.T) {
+	apis := map[string]names{}
+	docs := map[string]string{}
+	for name, dir := range libraries {
+		n, d := load(t, filepath.Join(root, dir))
+		apis[name] = n
+		docs[name] = text(d)
+	}
+	others := map[string][]names{}
+	for name, refs := range homonyms {
+		for _, ref := range refs {
+			others[name] = append(others[name], homonymNames(t, ref))
+		}
+	}
+	exists := func(pkg, name, member string) bool {
+		if apis[pkg].has(name, member) {
+			return true
+		}
+		for _, o := range others[pkg] {
+			if o.has(name, member) {
+				return true
+			}
+		}
+		return false
+	}
+	gone := removed(t, apis)
+
+	sources := map[string]string{}
+	for name, txt := range docs {
+		sources["go doc "+name] = txt
+	}
+	mds, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	readmes, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range append(append([]string{filepath.Join(root, "README.md")}, mds...), readmes...) {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, p)
+		sources[rel] = string(b)
+	}
+
+	for _, src := range sortedKeys(sources) {
+		txt := sources[src]
+		for _, m := range reference.FindAllStringSubmatch(txt, -1) {
+			pkg, name, member := m[1], m[2], m[3]
+			if exists(pkg, name, member) {
+				continue
+			}
+			if member != "" && apis[pkg].top[name] && !isType(apis[pkg], name) {
+				continue // a member of a function's result or a value's type
+			}
+			t.Errorf("%s names %s, which does not exist", src, m[0])
+		}
+		if own, ok := strings.CutPrefix(src, "go doc "); ok {
+			for _, m := range docLink.FindAllStringSubmatch(txt, -1) {
+				if len(m[1]) == 1 {
+					continue // a type parameter: Loop[T]
+				}
+				if !apis[own].has(m[1], m[2]) {
+					t.Errorf("%s links to [%s], which does not exist in package %s", src, strings.Trim(m[0], "[]"), own)
+				}
+			}
+			for _, old := range gone[own] {
+				// A one-word name ("Conflict", "Result") is also an English
+				// word: only a doc link to it counts. A compound name
+				// ("MaxAttempts") counts wherever it appears.
+				// Not after a '.': "retry.DefaultRetry" is another package's.
+				pattern := `(?:^|[^.\w])` + regexp.QuoteMeta(old) + `\b`
+				if _, member, ok := strings.Cut(old, "."); ok && compound(member) {
+					pattern = `(?:^|[^.\w])(?:\w+\.)?` + regexp.QuoteMeta(member) + `\b` // "Writer.MaxAttempts" or "MaxAttempts"
+				} else if !compound(old) {
+					pattern = `\[` + regexp.QuoteMeta(old) + `\]`
+				}
+				if regexp.MustCompile(pattern).MatchString(txt) {
+					t.Errorf("%s still names %s, which CHANGELOG.md lists as removed or renamed", src, old)
+				}
+			}
+		}
+		for pkg, olds := range gone {
+			for _, old := range olds {
+				if regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg+"."+old) + `\b`).MatchString(txt) {
+					t.Errorf("%s still names %s.%s, which CHANGELOG.md lists as removed or renamed", src, pkg, old)
+				}
+			}
+		}
+	}
+}
+
+// compound reports whether name is more than one capitalised word:
+// "MaxAttempts", "Writer.MaxAttempts", not "Conflict".
+func compound(name string) bool {
+	return strings.ContainsAny(name[1:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ.")
+}
+
+// isType reports whether name is a type of the package (a member of a type
+// must exist; a member of a function's result cannot be checked here).
+func isType(n names, name string) bool {
+	_, ok := n.members[name]
+	return ok
+}
+
+// TestTheCheckFindsWhatItLooksFor proves the check is not blind: a made-up
+// reference and a removed name are found in a sample text.
+func TestTheCheckFindsWhatItLooksFor(t *testing.T) {
+	n, _ := load(t, filepath.Join(root, "drift"))
+	if n.has("Ensure", "") != true || n.has("NoSuchThing", "") {
+		t.Fatalf("drift's names are not what they are: Ensure %v, NoSuchThing %v", n.has("Ensure", ""), n.has("NoSuchThing", ""))
+	}
+	sample := "call drift.Ensure, then drift.NoSuchThing, and reconcile.Loop.Validate"
+	var found []string
+	for _, m := range reference.FindAllStringSubmatch(sample, -1) {
+		found = append(found, m[0])
+	}
+	if want := []string{"drift.Ensure", "drift.NoSuchThing", "reconcile.Loop.Validate"}; fmt.Sprint(found) != fmt.Sprint(want) {
+		t.Errorf("references found %v, want %v", found, want)
+	}
+	apis := map[string]names{"finalizer": mustLoad(t, "finalizer")}
+	if gone := removed(t, apis); !slices.Contains(gone["finalizer"], "Ensure") {
+		t.Errorf("CHANGELOG's finalizer.Ensure (renamed Add) is not among the removed names: %v", gone["finalizer"])
+	}
+}
+
+func mustLoad(t *testing.T, dir string) names {
+	n, _ := load(t, filepath.Join(root, dir))
+	return n
+}
+
+// TestEnginesAndLoopStaySmall keeps the promise of the split of reconcile:
+// each of drift and reconcile holds one concept, in at most 30 exported
+// names (controller-runtime's pkg/reconcile has 9).
+func TestEnginesAndLoopStaySmall(t *testing.T) {
+	for _, pkg := range []string{"drift", "reconcile"} {
+		n := mustLoad(t, libraries[pkg])
+		var all []string
+		for name := range n.top {
+			all = append(all, name)
+		}
+		slices.Sort(all)
+		t.Logf("%s: %d exported names: %v", pkg, len(all), all)
+		if len(all) > 30 {
+			t.Errorf("package %s exports %d names, more than 30: %v", pkg, len(all), all)
+		}
+	}
+}
