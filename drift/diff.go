@@ -79,13 +79,14 @@ func (c Comparison) String() string {
 //     scalars (args, command) are one value: same length, same order.
 //   - Maps: desired's keys must be present with equal values; extra keys in
 //     actual are not drift unless [Own] says so.
-//   - Fields we wrote before: what the field owner ([WithFieldOwner],
-//     default [DefaultFieldOwner]) owns in actual's metadata.managedFields,
-//     no other field manager owns, and desired no longer sets is drift: any
-//     field of our server-side apply entry; list elements and map entries
-//     of our create and patch (Update) entry, whose struct fields include
-//     server defaults. See the package documentation, "Fields we wrote
-//     before", for the rule and what is detected for custom resources.
+//   - Fields we wrote before: what the field owner ([WithFieldOwner]) owns
+//     in actual's metadata.managedFields, no other field manager owns, and
+//     desired no longer sets is drift: any field of our server-side apply
+//     entry; list elements and map entries of our create and patch (Update)
+//     entry, whose struct fields include server defaults. See the package
+//     documentation, "Fields we wrote before", for the rule and what is
+//     detected for custom resources. Without WithFieldOwner, Diff owns
+//     nothing and compares only what desired sets.
 //
 // For [unstructured.Unstructured] there are no Go types, so: a key present in
 // desired is set, even with a zero value ("", 0, false), and null means not
@@ -146,9 +147,12 @@ type pair struct {
 	jt  reflect.Type // Go type of the unstructured content's kind, if known
 }
 
-// owners finds what our field owner owns in actual.
+// owners finds what our field owner owns in actual: nothing without one.
 func (p *pair) owners(cfg *diffConfig, actual any) {
-	q := ownedQuery{owner: cfg.owner(), applyOnly: cfg.applyOnly, apiVersion: cfg.apiVersion}
+	if cfg.fieldOwner == "" {
+		return
+	}
+	q := ownedQuery{owner: cfg.fieldOwner, replaced: cfg.replaced, applyOnly: cfg.applyOnly, apiVersion: cfg.apiVersion}
 	if p.unstr {
 		if q.apiVersion == "" {
 			q.apiVersion, _ = p.am["apiVersion"].(string)

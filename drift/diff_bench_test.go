@@ -46,7 +46,7 @@ func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 	ctx := t.Context()
 	d := webDeployment()
 	d.Namespace = env.Namespace(t)
-	if _, err := drift.Ensure(ctx, c, d); err != nil {
+	if _, err := drift.Ensure(ctx, c, d, withOwner); err != nil {
 		t.Fatal(err)
 	}
 	var live appsv1.Deployment
@@ -74,8 +74,8 @@ func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
 		}
 		return out
 	}
-	if diff := cmp.Diff(fields(stored), fields(&live)); diff != "" || len(stored.ManagedFields) != 1 || stored.ManagedFields[0].Manager != drift.DefaultFieldOwner {
-		t.Errorf("%s has stale managedFields (-stored +server), want only %s's; run go test -run %s -update:\n%s", defaultedFile, drift.DefaultFieldOwner, t.Name(), diff)
+	if diff := cmp.Diff(fields(stored), fields(&live)); diff != "" || len(stored.ManagedFields) != 1 || stored.ManagedFields[0].Manager != testOwner {
+		t.Errorf("%s has stale managedFields (-stored +server), want only %s's; run go test -run %s -update:\n%s", defaultedFile, testOwner, t.Name(), diff)
 	}
 	if reflect.DeepEqual(webDeployment().Spec, stored.Spec) {
 		t.Errorf("the stored form equals the desired form: the server applied no defaults?")
@@ -96,11 +96,11 @@ func benchInputs(tb testing.TB) (desired, defaultedLive, changed *appsv1.Deploym
 // benchmark inputs, so what the package doc says of them is a fact.
 func TestBenchmarkVerdicts(t *testing.T) {
 	desired, live, changed := benchInputs(t)
-	got, err := drift.Diff(desired, live)
+	got, err := drift.Diff(desired, live, withOwner)
 	if err != nil || !got.Equal {
 		t.Errorf("Diff(desired, defaulted) = %v, %v; want equal", got, err)
 	}
-	if got, _ := drift.Diff(changed, live); got.Equal {
+	if got, _ := drift.Diff(changed, live, withOwner); got.Equal {
 		t.Errorf("Diff(changed, defaulted) is equal, want drift")
 	}
 	if !equality.Semantic.DeepDerivative(desired.Spec, live.Spec) {
@@ -137,7 +137,7 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 	b.Run("drift.Diff", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(desired, live)
+			c, err := drift.Diff(desired, live, withOwner)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -147,7 +147,7 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 	b.Run("drift.Diff/spec-only", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(&desired.Spec, &live.Spec)
+			c, err := drift.Diff(&desired.Spec, &live.Spec, withOwner)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -161,7 +161,7 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 	b.Run("drift.Diff/no-managedFields", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(desired, notOurs)
+			c, err := drift.Diff(desired, notOurs, withOwner)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -176,7 +176,7 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 	b.Run("drift.Diff/unstructured", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(ud, ul)
+			c, err := drift.Diff(ud, ul, withOwner)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -31,7 +31,7 @@ func deploymentSeeds(f *testing.F) [][]byte {
 	if err != nil {
 		f.Fatal(err)
 	}
-	applied := []byte(`{"metadata":{"managedFields":[{"manager":"reconcilekit","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1",` +
+	applied := []byte(`{"metadata":{"managedFields":[{"manager":"drift-test","operation":"Apply","apiVersion":"apps/v1","fieldsType":"FieldsV1",` +
 		`"fieldsV1":{"f:metadata":{"f:labels":{"f:x":{}}},"f:spec":{"f:minReadySeconds":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:ports":{"k:{\"containerPort\":53,\"protocol\":\"UDP\"}":{".":{}}}}}}}}}}]},` +
 		`"spec":{"minReadySeconds":3,"template":{"spec":{"containers":[{"name":"a","ports":[{"containerPort":53,"protocol":"UDP"},{"containerPort":53}]},{"name":"b"}]}}}}`)
 	return [][]byte{desired, live, applied, []byte(`{}`), []byte(`{"spec":{"template":{"spec":{"containers":[{"name":"a"},{"name":"a"}]}}}}`)}
@@ -153,18 +153,18 @@ func FuzzDiffManagedFields(f *testing.F) {
 	f.Fuzz(func(t *testing.T, oursRaw, theirsRaw []byte, op string) {
 		l := live.DeepCopy()
 		l.ManagedFields = []metav1.ManagedFieldsEntry{
-			{Manager: drift.DefaultFieldOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(oursRaw))},
+			{Manager: testOwner, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(oursRaw))},
 			{Manager: "other", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsV1: metav1.NewFieldsV1(string(theirsRaw))},
 		}
 		desired := webDeployment()
 		desired.Spec.Template.Spec.Containers[0].Env = nil
-		checkInvariants(t, desired, l, desired.DeepCopy())
+		checkInvariants(t, desired, l, desired.DeepCopy(), withOwner)
 		if json.Valid(oursRaw) && json.Valid(theirsRaw) {
 			ul := toUnstructured(t, l)
 			ul.SetAPIVersion("apps/v1")
 			ul.SetKind("Deployment")
 			ud := toUnstructured(t, desired)
-			checkInvariants(t, ud, ul, ud.DeepCopy())
+			checkInvariants(t, ud, ul, ud.DeepCopy(), withOwner)
 		}
 	})
 }

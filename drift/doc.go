@@ -29,13 +29,59 @@
 // One [Option] type serves Diff and Ensure alike: [IgnorePaths],
 // [CompareStatus], [CompareOwnerReferences], [Own], [ListKey], [CmpOptions]
 // and [WithFieldOwner] say how to compare; [Owner], [OptimisticLock],
-// [DetectHotLoops] and [ForceOwnership] shape the writes (Diff ignores them).
+// [DetectHotLoops], [ForceOwnership] and [Replaces] shape the writes (Diff
+// ignores them). Ensure and its variants require [WithFieldOwner] (see "One
+// field owner"):
+//
+//	drift.Ensure(ctx, c, deployment, drift.Owner(app), drift.WithFieldOwner("app-controller"))
 //
 // The package does not write status: that is the status subresource's job.
 // It does not delete objects (package ownership prunes children). Its
 // zero-means-unset rule cannot express "this field must be cleared" for a
 // non-pointer scalar desired never set; use a pointer field, or [Own] for
 // maps and lists.
+//
+// # One field owner
+//
+// Every write this package sends (Ensure's creates and patches,
+// EnsureMutate's, EnsureApplied's applies, and the managedFields patch of
+// [Replaces]) carries the field owner the operator names with
+// [WithFieldOwner], and no write goes out under a name shared by every
+// user of the package: there is no default. Without it Ensure, EnsureMutate
+// and EnsureApplied send nothing and return [ErrNoFieldOwner], classed
+// permanent. The status and finalizer packages follow the same rule
+// (status.Writer.FieldOwner, finalizer.WithFieldOwner), and reconcile.Loop
+// passes its one FieldOwner to both: give drift the same name, so that the
+// API server records one field manager per operator. Deleting carries no
+// field manager (a DELETE has none): package ownership's Prune sends plain
+// deletes.
+//
+// The name is whose fields are "ours" below. Two operators sharing one
+// name, as every operator on this package did while Ensure defaulted to
+// "reconcilekit", each take the other's labels, annotations and list
+// elements on a shared object for fields they wrote before, and remove
+// them: they fight for ever. [Diff], which writes nothing, needs no name:
+// without WithFieldOwner it owns nothing and compares only what desired
+// sets.
+//
+// # Adopting what another controller wrote
+//
+// An operator ported onto this package meets objects its old controller
+// wrote under another field manager: kubebuilder's binary name "manager",
+// kubectl's, or this package's former default "reconcilekit". To Ensure
+// those fields are someone else's, so a container port the old controller
+// set and desired renumbers under the same name stays beside the new one,
+// and the server refuses the duplicate name (422) on every reconcile.
+// [Replaces] lists the managers the operator replaces: on the objects its
+// [Owner] controls their entries count as ours, and the first write moves
+// them into ours, in the same patch, locked by the resourceVersion:
+//
+//	drift.Ensure(ctx, c, deployment, drift.Owner(memcached),
+//		drift.WithFieldOwner("memcached-operator"), drift.Replaces("manager"))
+//
+// On other objects (shared ones, or without an Owner) only the fields
+// desired sets are taken over, never what another operator may have written
+// under the same name. See Replaces for the rules and what it cannot do.
 //
 // # Fields we wrote before
 //
@@ -45,9 +91,10 @@
 // the duplicate name). So Diff also reads the live object's
 // metadata.managedFields, where the API server records, per field manager
 // and operation, the fields each last wrote; every write of Ensure and its
-// variants carries the field owner ([WithFieldOwner], default
-// [DefaultFieldOwner]), so ownership is recorded from the first write. What
-// we own and desired no longer sets is drift, reported with its path
+// variants carries the field owner ([WithFieldOwner]), so ownership is
+// recorded from the first write (and [Replaces] adds what a replaced
+// controller wrote). What we own and desired no longer sets is drift,
+// reported with its path
 // ("spec.template.spec.containers[name=web].env[name=LOG]"; a list element
 // by the key the API server gives it, "ports[containerPort=8080,protocol=TCP]"),
 // and the write removes it. The rule, by the operation that recorded it:

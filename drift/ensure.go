@@ -55,7 +55,9 @@ type Outcome struct {
 // types, a JSON merge patch for custom resources and unstructured objects;
 // see [OptimisticLock]). Status is
 // never compared or written. Every write carries the field owner
-// ([WithFieldOwner], default [DefaultFieldOwner]).
+// [WithFieldOwner] names; without one Ensure sends nothing and returns
+// [ErrNoFieldOwner]. With [Replaces], the patch also takes over the fields
+// of the managers the operator replaces.
 //
 // On success desired holds the object as the server returned it, as after
 // client.Create. With [DetectHotLoops], a drift that keeps coming back is
@@ -63,8 +65,8 @@ type Outcome struct {
 func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (out Outcome, err error) {
 	defer func() { observeEnsure(c, desired, out, err) }()
 	cfg := newConfig(opts)
-	if cfg.diff.err != nil {
-		return Outcome{}, cfg.diff.err
+	if err := cfg.check("ensure", desired); err != nil {
+		return Outcome{}, err
 	}
 	live, err := getLive(ctx, c, desired)
 	if apierrors.IsNotFound(err) {
@@ -92,12 +94,13 @@ func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ..
 // live object lacks (defaulted fields that mutate overwrote with their zero
 // value count as unchanged), and when it writes, it patches only the
 // drifted fields. A field mutate sets to its zero value is not drift: to
-// clear a field, use a pointer or [Own].
+// clear a field, use a pointer or [Own]. Like Ensure it requires
+// [WithFieldOwner] and honours [Replaces].
 func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...Option) (out Outcome, err error) {
 	defer func() { observeEnsure(c, obj, out, err) }()
 	cfg := newConfig(opts)
-	if cfg.diff.err != nil {
-		return Outcome{}, cfg.diff.err
+	if err := cfg.check("ensure", obj); err != nil {
+		return Outcome{}, err
 	}
 	key := client.ObjectKeyFromObject(obj)
 	live, err := getLive(ctx, c, obj)
@@ -190,7 +193,7 @@ func create(ctx context.Context, c client.Client, cfg *config, desired client.Ob
 // writeOpts returns the field owner option as the option type a write call
 // takes.
 func writeOpts[T any](cfg *config) []T {
-	return []T{any(client.FieldOwner(cfg.diff.owner())).(T)}
+	return []T{any(client.FieldOwner(cfg.diff.fieldOwner)).(T)}
 }
 
 // clearStatus drops status from an object about to be created: status is
@@ -219,6 +222,7 @@ func patchDrift(ctx context.Context, c client.Client, cfg *config, target, want,
 	if isU {
 		cfg.diff.kindType = c.Scheme().AllKnownTypes()[gvk]
 	}
+	take := planTakeover(cfg, live, cfg.diff.apiVersion, false)
 	cmpn, err := diff(&cfg.diff, want, live)
 	if err != nil {
 		return Outcome{}, err
@@ -235,7 +239,20 @@ func patchDrift(ctx context.Context, c client.Client, cfg *config, target, want,
 	if err := overlay(&cfg.diff, want, merged); err != nil {
 		return Outcome{}, err
 	}
-	patch, err := patchFor(cfg, live, merged)
+	// The takeover travels in the same patch: the whole managedFields list,
+	// which only the lock keeps from dropping a concurrent writer's entry.
+	lock := false
+	if take != nil {
+		entries, changed, err := take.managedFields(live, want)
+		if err != nil {
+			return Outcome{}, err
+		}
+		if changed {
+			merged.SetManagedFields(entries)
+			lock = true
+		}
+	}
+	patch, err := patchFor(cfg, live, merged, lock)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -265,16 +282,19 @@ func overlay(cfg *diffConfig, desired, merged client.Object) error {
 // merge patch that carries a list replaces the whole list, elements another
 // writer added since live was read included, so such a patch always carries
 // the optimistic lock: it fails with a Conflict instead of dropping them.
-func patchFor(cfg *config, live, merged client.Object) (client.Patch, error) {
+// lock asks for the lock too (merged's managedFields changed: a list that
+// both kinds of patch replace whole).
+func patchFor(cfg *config, live, merged client.Object, lock bool) (client.Patch, error) {
 	var opts []client.MergeFromOption
-	if cfg.optimisticLock {
+	lock = lock || cfg.optimisticLock
+	if lock {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
 	if cfg.diff.smp {
 		return client.StrategicMergeFrom(live, opts...), nil
 	}
 	patch := client.MergeFromWithOptions(live, opts...)
-	if !cfg.optimisticLock {
+	if !lock {
 		data, err := patch.Data(merged)
 		if err != nil {
 			return nil, err

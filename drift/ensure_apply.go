@@ -12,8 +12,11 @@ import (
 )
 
 // EnsureApplied is [Ensure] through server-side apply: it applies desired as
-// field manager ([WithFieldOwner], [ForceOwnership]) when the object is missing
-// or has drifted, and sends nothing when [Diff] finds no drift.
+// the field manager [WithFieldOwner] names (required: without it,
+// [ErrNoFieldOwner]; see also [ForceOwnership]) when the object is missing
+// or has drifted, and sends nothing when [Diff] finds no drift. With
+// [Replaces], a drifted object's first apply is preceded by a patch of its
+// managedFields that takes the replaced managers' fields over.
 //
 // Before applying, desired is converted to unstructured content and pruned of
 // nulls, empty maps and lists, status and server-managed metadata, so the
@@ -26,8 +29,8 @@ import (
 func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (out Outcome, err error) {
 	defer func() { observeEnsure(c, desired, out, err) }()
 	cfg := newConfig(opts)
-	if cfg.diff.err != nil {
-		return Outcome{}, cfg.diff.err
+	if err := cfg.check("ensure", desired); err != nil {
+		return Outcome{}, err
 	}
 	want := desired
 	if cfg.owner != nil {
@@ -56,6 +59,7 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 		if _, isU := live.(runtime.Unstructured); isU {
 			cfg.diff.kindType = c.Scheme().AllKnownTypes()[gvk]
 		}
+		take := planTakeover(cfg, live, cfg.diff.apiVersion, true)
 		if cmpn, err = diff(&cfg.diff, want, live); err != nil {
 			return Outcome{}, err
 		}
@@ -67,12 +71,25 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 			copyInto(desired, live)
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 		}
+		if take != nil {
+			// An apply carries no managedFields: the takeover goes first,
+			// on its own, so that the apply releases what it took.
+			entries, changed, err := take.managedFields(live, want)
+			if err != nil {
+				return Outcome{}, err
+			}
+			if changed {
+				if err := take.patchManagedFields(ctx, c, live, entries); err != nil {
+					return Outcome{}, err
+				}
+			}
+		}
 	}
 	u, err := applyContent(want, c.Scheme())
 	if err != nil {
 		return Outcome{}, err
 	}
-	applyOpts := []client.ApplyOption{client.FieldOwner(cfg.diff.owner())}
+	applyOpts := []client.ApplyOption{client.FieldOwner(cfg.diff.fieldOwner)}
 	if cfg.force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}

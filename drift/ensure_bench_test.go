@@ -57,9 +57,9 @@ func BenchmarkEnsure(b *testing.B) {
 					d.Spec.Template.Spec.Containers[0].Image = image
 					var err error
 					if apply {
-						_, err = drift.EnsureApplied(b.Context(), c, d)
+						_, err = drift.EnsureApplied(b.Context(), c, d, withOwner)
 					} else {
-						_, err = drift.Ensure(b.Context(), c, d)
+						_, err = drift.Ensure(b.Context(), c, d, withOwner)
 					}
 					if err != nil {
 						b.Fatal(err)

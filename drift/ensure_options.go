@@ -11,6 +11,7 @@ type config struct {
 	optimisticLock bool
 	hotLoops       *HotLoopDetector
 	force          bool
+	replaces       []string // Replaces
 }
 
 // newConfig resolves the options of a write.
@@ -26,6 +27,15 @@ func newConfig(opts []Option) *config {
 		cfg.diff.compareOwnerRefs = true
 	}
 	return cfg
+}
+
+// check returns the error of an Ensure whose options cannot work: an
+// invalid path, or no field owner.
+func (c *config) check(verb string, obj client.Object) error {
+	if c.diff.err != nil {
+		return c.diff.err
+	}
+	return c.checkFieldOwner(verb, obj)
 }
 
 // Owner makes the owner the controller of the ensured object: the object is

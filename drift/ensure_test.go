@@ -100,7 +100,7 @@ func TestEnsureCreatesThenMakesNoWritesDespiteServerDefaults(t *testing.T) {
 			ns := env.Namespace(t)
 			ctx := t.Context()
 
-			out, err := drift.Ensure(ctx, c, kind.build(ns))
+			out, err := drift.Ensure(ctx, c, kind.build(ns), withOwner)
 			if err != nil {
 				t.Fatalf("first Ensure: %v", err)
 			}
@@ -109,7 +109,7 @@ func TestEnsureCreatesThenMakesNoWritesDespiteServerDefaults(t *testing.T) {
 			}
 			w.reset()
 			for i := range 2 {
-				out, err = drift.Ensure(ctx, c, kind.build(ns))
+				out, err = drift.Ensure(ctx, c, kind.build(ns), withOwner)
 				if err != nil {
 					t.Fatalf("Ensure #%d: %v", i+2, err)
 				}
@@ -125,14 +125,14 @@ func TestEnsureLeavesDesiredHoldingTheLiveObject(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	w := widgetIn(ns).(*testapi.Widget)
-	if _, err := drift.Ensure(t.Context(), c, w); err != nil {
+	if _, err := drift.Ensure(t.Context(), c, w, withOwner); err != nil {
 		t.Fatal(err)
 	}
 	if w.UID == "" || w.ResourceVersion == "" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 {
 		t.Errorf("after create: uid=%q rv=%q replicas=%v; want the server's object with replicas defaulted to 1", w.UID, w.ResourceVersion, w.Spec.Replicas)
 	}
 	again := widgetIn(ns).(*testapi.Widget)
-	if _, err := drift.Ensure(t.Context(), c, again); err != nil {
+	if _, err := drift.Ensure(t.Context(), c, again, withOwner); err != nil {
 		t.Fatal(err)
 	}
 	if again.UID != w.UID || again.ResourceVersion != w.ResourceVersion {
@@ -144,14 +144,14 @@ func TestEnsureChangedImageSendsOnePatchTouchingOnlyThatField(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, deploymentIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, deploymentIn(ns), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
 
 	desired := deploymentIn(ns).(*appsv1.Deployment)
 	desired.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
-	out, err := drift.Ensure(ctx, c, desired)
+	out, err := drift.Ensure(ctx, c, desired, withOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +185,13 @@ func TestEnsureCustomResourceDriftIsAJSONMergePatchOfTheField(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, widgetIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, widgetIn(ns), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
 	desired := widgetIn(ns).(*testapi.Widget)
 	desired.Spec.Message = "bye"
-	if _, err := drift.Ensure(ctx, c, desired); err != nil {
+	if _, err := drift.Ensure(ctx, c, desired, withOwner); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"spec": map[string]any{"message": "bye"}}
@@ -207,7 +207,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, deploymentIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, deploymentIn(ns), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else sets fields desired does not set.
@@ -225,7 +225,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	}
 	w.reset()
 
-	out, err := drift.Ensure(ctx, c, deploymentIn(ns))
+	out, err := drift.Ensure(ctx, c, deploymentIn(ns), withOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +235,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	// Now a real drift: the patch must still keep the other writer's fields.
 	desired := deploymentIn(ns).(*appsv1.Deployment)
 	desired.Spec.Template.Spec.Containers[0].Env[0].Value = "staging"
-	if _, err := drift.Ensure(ctx, c, desired); err != nil {
+	if _, err := drift.Ensure(ctx, c, desired, withOwner); err != nil {
 		t.Fatal(err)
 	}
 	var after appsv1.Deployment
@@ -254,7 +254,7 @@ func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, configMapIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, configMapIn(ns), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	var live corev1.ConfigMap
@@ -266,7 +266,7 @@ func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
 	if err := c.Update(ctx, &live); err != nil {
 		t.Fatal(err)
 	}
-	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Own("data"))
+	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Own("data"), withOwner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,14 +296,14 @@ func TestEnsureUnstructured(t *testing.T) {
 		}
 		return u
 	}
-	if out, err := drift.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != drift.OperationCreated {
+	if out, err := drift.Ensure(ctx, c, build("nginx:1.25"), withOwner); err != nil || out.Operation != drift.OperationCreated {
 		t.Fatalf("first Ensure: %v, %v", out.Operation, err)
 	}
 	w.reset()
-	if out, err := drift.Ensure(ctx, c, build("nginx:1.25")); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
+	if out, err := drift.Ensure(ctx, c, build("nginx:1.25"), withOwner); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("second Ensure: %q, %v, %d writes; want unchanged with none\n%s", out.Operation, err, w.total(), out.Drift.Report)
 	}
-	out, err := drift.Ensure(ctx, c, build("nginx:1.26"))
+	out, err := drift.Ensure(ctx, c, build("nginx:1.26"), withOwner)
 	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("third Ensure: %q, %v, %d patches; want updated with one patch", out.Operation, err, w.patches)
 	}
@@ -334,7 +334,7 @@ func TestEnsureMutateWritesOnlyOnDrift(t *testing.T) {
 			d.Spec.Selector = want.Spec.Selector
 			d.Spec.Template = want.Spec.Template
 			return nil
-		})
+		}, withOwner)
 	}
 	if out, err := ensure(); err != nil || out.Operation != drift.OperationCreated {
 		t.Fatalf("first: %q, %v", out.Operation, err)
@@ -357,7 +357,7 @@ func TestEnsureMutateRejectsAChangedKey(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
-	_, err := drift.EnsureMutate(t.Context(), c, cm, func() error { cm.Name = "b"; return nil })
+	_, err := drift.EnsureMutate(t.Context(), c, cm, func() error { cm.Name = "b"; return nil }, withOwner)
 	if err == nil || !strings.Contains(err.Error(), "object key") {
 		t.Errorf("err = %v, want an error about the changed key", err)
 	}
@@ -369,7 +369,7 @@ func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
 			c, w := countingClient(t)
 			ns := env.Namespace(t)
 			ctx := t.Context()
-			opts := []drift.Option{drift.WithFieldOwner("test-controller"), drift.ForceOwnership()}
+			opts := []drift.Option{withOwner, drift.ForceOwnership()}
 			out, err := drift.EnsureApplied(ctx, c, kind.build(ns), opts...)
 			if err != nil || out.Operation != drift.OperationCreated || w.applies != 1 {
 				t.Fatalf("first: %q, %v, %d applies; want created by one apply", out.Operation, err, w.applies)
@@ -410,7 +410,7 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.reset()
-	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner))
+	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner), withOwner)
 	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("Ensure with owner: %q, %v, %d patches; want updated", out.Operation, err, w.patches)
 	}
@@ -422,12 +422,12 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 		t.Fatalf("controller of the config map = %v, want the widget %s", ref, owner.GetUID())
 	}
 	w.reset()
-	if out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner)); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
+	if out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner), withOwner); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("again: %q, %v, %d writes; want unchanged", out.Operation, err, w.total())
 	}
 	// A new object is created with the reference.
 	svc := serviceIn(ns)
-	if _, err := drift.Ensure(ctx, c, svc, drift.Owner(owner)); err != nil {
+	if _, err := drift.Ensure(ctx, c, svc, drift.Owner(owner), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != owner.GetUID() {
@@ -439,7 +439,7 @@ func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, widgetIn(ns)); err != nil {
+	if _, err := drift.Ensure(ctx, c, widgetIn(ns), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer sneaks in between Ensure's read and its patch.
@@ -456,7 +456,7 @@ func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
 	}}
 	desired := widgetIn(ns).(*testapi.Widget)
 	desired.Spec.Message = "changed"
-	_, err := drift.Ensure(ctx, racy, desired, drift.OptimisticLock())
+	_, err := drift.Ensure(ctx, racy, desired, drift.OptimisticLock(), withOwner)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("err = %v, want a Conflict", err)
 	}
@@ -496,7 +496,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det)); err != nil {
+	if _, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det), withOwner); err != nil {
 		t.Fatal(err)
 	}
 	var ours int
@@ -504,7 +504,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 		revert()
 		clk.SetTime(clk.Now().Add(5 * time.Second))
 		w.reset()
-		out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det))
+		out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det), withOwner)
 		switch {
 		case i < 2:
 			if err != nil || out.Operation != drift.OperationUpdated {
@@ -542,23 +542,8 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	}
 	// After the hold-off Ensure fights again.
 	clk.SetTime(clk.Now().Add(11 * time.Minute))
-	if out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det)); err != nil || out.Operation != drift.OperationUpdated {
+	if out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det), withOwner); err != nil || out.Operation != drift.OperationUpdated {
 		t.Errorf("after hold-off: %q, %v; want updated", out.Operation, err)
-	}
-}
-
-func TestEnsureAppliedDefaultsTheFieldOwner(t *testing.T) {
-	c, _ := countingClient(t)
-	cm := configMapIn(env.Namespace(t))
-	if _, err := drift.EnsureApplied(t.Context(), c, cm); err != nil {
-		t.Fatal(err)
-	}
-	var managers []string
-	for _, mf := range cm.GetManagedFields() {
-		managers = append(managers, mf.Manager+"/"+string(mf.Operation))
-	}
-	if diff := cmp.Diff([]string{drift.DefaultFieldOwner + "/Apply"}, managers); diff != "" {
-		t.Errorf("field managers (-want +got):\n%s", diff)
 	}
 }
 
@@ -590,17 +575,17 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 	}
 }
 
-// TestEveryEnsureWritesAsTheDefaultFieldOwner: without WithFieldOwner, every
-// form of Ensure creates and patches as DefaultFieldOwner (not as the
-// client's default manager), so ownership is recorded from the first write.
-func TestEveryEnsureWritesAsTheDefaultFieldOwner(t *testing.T) {
+// TestEveryEnsureWritesAsItsFieldOwner: every form of Ensure creates and
+// patches (or applies) as the field owner WithFieldOwner names, not as the
+// client's default manager, so ownership is recorded from the first write.
+func TestEveryEnsureWritesAsItsFieldOwner(t *testing.T) {
 	type ensureFunc func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
 	mutate := func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
 		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
 		_, err := drift.EnsureMutate(ctx, c, obj, func() error {
 			obj.Data = maps.Clone(cm.Data)
 			return nil
-		})
+		}, withOwner)
 		return err
 	}
 	tests := []struct {
@@ -609,14 +594,14 @@ func TestEveryEnsureWritesAsTheDefaultFieldOwner(t *testing.T) {
 		want   []string
 	}{
 		{"Ensure", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			_, err := drift.Ensure(ctx, c, cm)
+			_, err := drift.Ensure(ctx, c, cm, withOwner)
 			return err
-		}, []string{drift.DefaultFieldOwner + "/Update"}},
-		{"EnsureMutate", mutate, []string{drift.DefaultFieldOwner + "/Update"}},
+		}, []string{testOwner + "/Update"}},
+		{"EnsureMutate", mutate, []string{testOwner + "/Update"}},
 		{"EnsureApplied", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			_, err := drift.EnsureApplied(ctx, c, cm)
+			_, err := drift.EnsureApplied(ctx, c, cm, withOwner)
 			return err
-		}, []string{drift.DefaultFieldOwner + "/Apply"}},
+		}, []string{testOwner + "/Apply"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -679,7 +664,7 @@ func TestEnsureLocksAJSONMergePatchThatReplacesAList(t *testing.T) {
 	})
 
 	desired := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listy"}, Spec: testapi.WidgetSpec{Items: []string{"a", "c"}}}
-	_, err = drift.Ensure(ctx, cached, desired)
+	_, err = drift.Ensure(ctx, cached, desired, withOwner)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("Ensure from a stale read = %v, want a Conflict (the list patch must be locked)", err)
 	}

@@ -10,8 +10,8 @@ import (
 
 // Option configures [Diff], [Ensure], [EnsureMutate] and [EnsureApplied]:
 // the same values compare by the same rules everywhere. Options that shape a
-// write ([Owner], [OptimisticLock], [DetectHotLoops], [ForceOwnership]) mean
-// nothing to Diff, which ignores them. Options are plain values: build them
+// write ([Owner], [OptimisticLock], [DetectHotLoops], [ForceOwnership],
+// [Replaces]) mean nothing to Diff, which ignores them. Options are plain values: build them
 // once and reuse them.
 type Option func(*config)
 
@@ -27,7 +27,7 @@ type diffConfig struct {
 	// a program that never asks for go-cmp does not link it (see
 	// CmpOptions).
 	cmpEqual   func(a, d reflect.Value, opts []cmp.Option) bool
-	fieldOwner string // WithFieldOwner; "" means DefaultFieldOwner
+	fieldOwner string // WithFieldOwner; "" means none: Diff then owns nothing, Ensure refuses
 	err        error  // first invalid option, reported by Diff
 
 	// Set by Ensure and its variants, not by options:
@@ -35,19 +35,12 @@ type diffConfig struct {
 	apiVersion string       // the object's apiVersion by the client's scheme
 	smp        bool         // the drift is written by a strategic merge patch
 	kindType   reflect.Type // Go type of unstructured content's kind, by the client's scheme
+	replaced   string       // Replaces' names (replacedSet) whose entries are ours whole: the object is our Owner's
 }
 
 type listKeyRule struct {
 	at  pathPattern
 	key string
-}
-
-// owner is the field owner whose managedFields entries are ours.
-func (c *diffConfig) owner() string {
-	if c.fieldOwner == "" {
-		return DefaultFieldOwner
-	}
-	return c.fieldOwner
 }
 
 // hasRules reports whether the walk must track the current path even when it
@@ -120,26 +113,6 @@ func ListKey(path, key string) Option {
 			return
 		}
 		c.diff.listKeys = append(c.diff.listKeys, listKeyRule{at: pp, key: key})
-	}
-}
-
-// DefaultFieldOwner is the field owner of [Diff] and the field manager of
-// the writes of [Ensure], [EnsureMutate] and [EnsureApplied] when no
-// [WithFieldOwner] is given. Set your controller's name instead.
-const DefaultFieldOwner = "reconcilekit"
-
-// WithFieldOwner names the field manager of every write [Ensure],
-// [EnsureMutate] and [EnsureApplied] make (creates, patches and applies), so
-// the API server records in metadata.managedFields which fields it set; and
-// whose fields [Diff] takes as ours: a field, list element or map entry we
-// wrote before that desired no longer sets is drift (see the package
-// documentation, "Fields we wrote before"). Default [DefaultFieldOwner]; an
-// empty name keeps the default.
-func WithFieldOwner(name string) Option {
-	return func(c *config) {
-		if name != "" {
-			c.diff.fieldOwner = name
-		}
 	}
 }
 

@@ -249,7 +249,8 @@ func childSet(s *fieldpath.Set, pe fieldpath.PathElement) *fieldpath.Set {
 // ownedQuery is what decides which managedFields entries are ours.
 type ownedQuery struct {
 	owner      string
-	applyOnly  bool   // EnsureApplied: only our Apply entry
+	replaced   string // managers whose entries are ours too (replacedSet), any operation
+	applyOnly  bool   // EnsureApplied: only our Apply entry (and replaced entries)
 	apiVersion string // our entries must be of this version; "" for any
 }
 
@@ -261,11 +262,21 @@ type entry struct {
 	tree                                        any
 }
 
-// ours reports whether e is one of our entries under q.
+// ours reports whether e is one of our entries under q. An entry of a
+// replaced manager counts by its own operation, also for EnsureApplied:
+// the write that follows moves it into our Apply entry (see Replaces).
 func (q *ownedQuery) ours(e *entry) bool {
-	return e.manager == q.owner && e.subresource == "" &&
-		(q.apiVersion == "" || e.apiVersion == q.apiVersion) &&
-		(e.operation == string(metav1.ManagedFieldsOperationApply) || !q.applyOnly && e.operation == string(metav1.ManagedFieldsOperationUpdate))
+	if e.subresource != "" || q.apiVersion != "" && e.apiVersion != q.apiVersion {
+		return false
+	}
+	apply, update := e.operation == string(metav1.ManagedFieldsOperationApply), e.operation == string(metav1.ManagedFieldsOperationUpdate)
+	switch {
+	case e.manager == q.owner:
+		return apply || !q.applyOnly && update
+	case q.replaced != "" && replacedHas(q.replaced, e.manager):
+		return apply || update
+	}
+	return false
 }
 
 // entries calls f with each managedFields entry of obj (typed or
@@ -332,7 +343,7 @@ func ownedFor(q *ownedQuery, obj any, content map[string]any) *ownedNode {
 	if !found {
 		return nil
 	}
-	key := mix(maphash.String(owned.seed, q.owner) ^ mix(maphash.String(owned.seed, q.apiVersion)))
+	key := mix(maphash.String(owned.seed, q.owner) ^ mix(maphash.String(owned.seed, q.apiVersion)) ^ mix(mix(maphash.String(owned.seed, q.replaced))))
 	if q.applyOnly {
 		key = mix(key + 1)
 	}

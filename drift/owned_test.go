@@ -47,9 +47,9 @@ func (f form) ensure(t *testing.T, c client.Client, obj client.Object) drift.Out
 	var out drift.Outcome
 	var err error
 	if f.apply {
-		out, err = drift.EnsureApplied(t.Context(), c, obj)
+		out, err = drift.EnsureApplied(t.Context(), c, obj, withOwner)
 	} else {
-		out, err = drift.Ensure(t.Context(), c, obj)
+		out, err = drift.Ensure(t.Context(), c, obj, withOwner)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", f.name, err)
@@ -307,9 +307,9 @@ func TestEnsureUnstructuredCustomResourceOfUnknownType(t *testing.T) {
 				u.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
 				var out drift.Outcome
 				if apply {
-					out, err = drift.EnsureApplied(t.Context(), c, u)
+					out, err = drift.EnsureApplied(t.Context(), c, u, withOwner)
 				} else {
-					out, err = drift.Ensure(t.Context(), c, u)
+					out, err = drift.Ensure(t.Context(), c, u, withOwner)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -423,9 +423,9 @@ func TestEnsureAndEnsureAppliedOnAFieldAnotherManagerChanged(t *testing.T) {
 			ensure := func(opts ...drift.Option) error {
 				var err error
 				if apply {
-					_, err = drift.EnsureApplied(t.Context(), c, configMapIn(ns), opts...)
+					_, err = drift.EnsureApplied(t.Context(), c, configMapIn(ns), append(opts, withOwner)...)
 				} else {
-					_, err = drift.Ensure(t.Context(), c, configMapIn(ns), opts...)
+					_, err = drift.Ensure(t.Context(), c, configMapIn(ns), append(opts, withOwner)...)
 				}
 				return err
 			}
@@ -524,12 +524,12 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 		{name: "another manager's fields are not ours", live: live(entry("kubectl", "Update", ours))},
 		{
 			name:      "Update: list elements and map entries we wrote are drift, defaulted struct fields are not",
-			live:      live(entry(drift.DefaultFieldOwner, "Update", ours)),
+			live:      live(entry(testOwner, "Update", ours)),
 			wantPaths: []string{"metadata.labels[tier]", logPath},
 		},
 		{
 			name:      "Apply: struct fields we applied are drift too",
-			live:      live(entry(drift.DefaultFieldOwner, "Apply", applied)),
+			live:      live(entry(testOwner, "Apply", applied)),
 			wantPaths: []string{"metadata.labels[tier]", "spec.minReadySeconds", logPath},
 		},
 		{
@@ -540,21 +540,21 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 		},
 		{
 			name:      "what another manager owns beneath an element keeps it",
-			live:      live(entry(drift.DefaultFieldOwner, "Update", ours), entry("kubectl", "Update", theirs)),
+			live:      live(entry(testOwner, "Update", ours), entry("kubectl", "Update", theirs)),
 			wantPaths: []string{"metadata.labels[tier]"},
 		},
 		{
 			name: "a status entry and another apiVersion's entry are not the main resource's",
 			live: func() *appsv1.Deployment {
-				status, beta := entry(drift.DefaultFieldOwner, "Update", ours), entry(drift.DefaultFieldOwner, "Update", ours)
+				status, beta := entry(testOwner, "Update", ours), entry(testOwner, "Update", ours)
 				status.Subresource, beta.APIVersion = "status", "apps/v1beta2"
 				return live(status, beta)
 			}(),
 		},
-		{name: "malformed fields remove nothing", live: live(entry(drift.DefaultFieldOwner, "Update", `{"f:spec":[`))},
+		{name: "malformed fields remove nothing", live: live(entry(testOwner, "Update", `{"f:spec":[`))},
 		{
 			name:      "IgnorePaths reaches removals",
-			live:      live(entry(drift.DefaultFieldOwner, "Update", ours)),
+			live:      live(entry(testOwner, "Update", ours)),
 			opts:      []drift.Option{drift.IgnorePaths("metadata.labels[tier]", "metadata.labels.tier")},
 			wantPaths: []string{logPath},
 		},
@@ -572,7 +572,7 @@ func TestDiffFieldsWeWroteBefore(t *testing.T) {
 					ua.SetKind("Deployment")
 					d, a = ud, ua
 				}
-				got, err := drift.Diff(d, a, tt.opts...)
+				got, err := drift.Diff(d, a, append([]drift.Option{withOwner}, tt.opts...)...)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -599,7 +599,7 @@ func TestDiffPodRequestsCopiedFromLimitsAreDefaults(t *testing.T) {
 		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
 	}}}}}
 	live := desired.DeepCopy()
-	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: drift.DefaultFieldOwner, Operation: "Update", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(created)}}
+	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: testOwner, Operation: "Update", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(created)}}
 	live.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
 	for _, unstr := range []bool{false, true} {
 		var d, a any = desired, live
@@ -611,7 +611,7 @@ func TestDiffPodRequestsCopiedFromLimitsAreDefaults(t *testing.T) {
 			ua.SetKind("Pod")
 			d, a = ud, ua
 		}
-		got, err := drift.Diff(d, a)
+		got, err := drift.Diff(d, a, withOwner)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -80,7 +80,7 @@ func ExampleLoop() {
 					errors.New("spec.replicas must not be negative"), "InvalidSpec"))
 			}
 			deploy := desiredDeployment(site)
-			if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site)); err != nil {
+			if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site), drift.WithFieldOwner("website-controller")); err != nil {
 				return reconcile.Progress{}, err
 			}
 			// Ensure left the live Deployment in deploy.
