@@ -24,6 +24,15 @@
 // overwrites conditions that other writers set and it survives conflicts by
 // re-reading the object and re-applying only its own changes.
 //
+// One field owner: every status write carries the field manager the
+// operator names in [Writer.FieldOwner], the name its other writes carry
+// too (drift.WithFieldOwner, finalizer.WithFieldOwner; reconcile.Loop
+// passes its FieldOwner to its status writes and finalizer patches), so
+// that the API server records one field manager per operator. There is no default: not the client's
+// (the binary's name, "manager" in every kubebuilder project), not one
+// shared by every user of the package. A write that would send a request
+// without it returns [ErrNoFieldOwner], classed permanent.
+//
 // [FromError] turns an error into a condition of the reconciler's own type
 // whose reason and message stay the same when the same failure repeats, so
 // a failing reconcile does not rewrite the status on every retry.

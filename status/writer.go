@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -17,10 +16,20 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	clientretry "k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // ErrNoClient is returned by a [Writer] without a Client.
 var ErrNoClient = errors.New("status: writer has no client")
+
+// ErrNoFieldOwner is returned, wrapped and classed permanent
+// (errors.Permanent, so also a controller-runtime terminal error), by a
+// write of a [Writer] whose FieldOwner is empty, when the write would send
+// a request: every status write names the operator that sends it, and no
+// name is shared by default. A write with nothing to change sends nothing
+// and succeeds, field owner or not.
+var ErrNoFieldOwner = errors.New("status: no field owner")
 
 // ErrNoResourceVersion is returned when the object to write has no
 // resourceVersion: the writer needs the version it read to detect
@@ -60,7 +69,8 @@ var ErrObjectReplaced = errors.New("status: object was deleted and created again
 // patch semantics: on a field both writers changed, this writer's value
 // wins. Conditions kept anywhere but status.conditions are such a field.
 //
-// The zero Writer has no client; set at least Client.
+// The zero Writer has no client and no field owner; set at least Client and
+// FieldOwner.
 type Writer struct {
 	// Client writes the status subresource. Required.
 	Client client.Client
@@ -68,8 +78,13 @@ type Writer struct {
 	// the API server, such as the manager's GetAPIReader(): a cached client
 	// may return the same stale object again. Defaults to Client.
 	APIReader client.Reader
-	// FieldOwner is the field manager recorded for the writes. Empty means
-	// the client's default.
+	// FieldOwner names the operator: the field manager of every status
+	// write, under which the API server records the fields it set in
+	// metadata.managedFields. Required: a write that would send a request
+	// without it returns [ErrNoFieldOwner]. Use the name the operator's
+	// other writes carry (drift.WithFieldOwner, finalizer.WithFieldOwner;
+	// reconcile.Loop passes its FieldOwner here), never the client's
+	// default (the binary's name: every kubebuilder binary is "manager").
 	FieldOwner string
 	// Retry says how often, and how far apart, a patch refused with a
 	// conflict is sent again after re-reading the object: Retry.Steps is
@@ -317,7 +332,8 @@ func isZero(v reflect.Value) bool {
 //
 // Errors from the API server are wrapped: apierrors.IsConflict is true for
 // the error returned after Retry.Steps conflicts, and apierrors.IsNotFound
-// when the object is gone.
+// when the object is gone. A change to write without Writer.FieldOwner
+// returns [ErrNoFieldOwner] and sends nothing.
 func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 	changed, err = s.write(ctx)
 	switch {
@@ -338,6 +354,9 @@ func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
 	e, before, after, err := s.pending()
 	if err != nil || e.empty() {
 		return false, err
+	}
+	if s.w.FieldOwner == "" {
+		return false, s.wrap(errors.Permanent(fmt.Errorf("%w: set Writer.FieldOwner to the operator's own name, the same for all its writes", ErrNoFieldOwner)))
 	}
 	rv := s.obj.GetResourceVersion()
 	if rv == "" {
@@ -425,11 +444,7 @@ func (s *Snapshot) send(ctx context.Context, rv string, statusPatch map[string]a
 	}
 	out.SetNamespace(s.obj.GetNamespace())
 	out.SetName(s.obj.GetName())
-	var opts []client.SubResourcePatchOption
-	if s.w.FieldOwner != "" {
-		opts = append(opts, client.FieldOwner(s.w.FieldOwner))
-	}
-	if err := s.w.Client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, body), opts...); err != nil {
+	if err := s.w.Client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, body), client.FieldOwner(s.w.FieldOwner)); err != nil {
 		return err
 	}
 	copyInto(s.obj, out)

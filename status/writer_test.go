@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -129,6 +132,32 @@ func TestWriterWritesOnceThenNothingOnAnUnchangedReconcile(t *testing.T) {
 	}
 }
 
+// TestWriterWritesAsItsFieldOwner: the status write is recorded in
+// managedFields under the Writer's FieldOwner, not under the client's
+// default manager (here "manager", the name of every kubebuilder binary).
+func TestWriterWritesAsItsFieldOwner(t *testing.T) {
+	api := env.Client(t)
+	created := newWidget(t, api)
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = "manager"
+	c, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := status.Writer{Client: c, FieldOwner: "widget-operator"}
+	obj := read(t, api, created)
+	if _, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	var managers []string
+	for _, mf := range read(t, api, created).ManagedFields {
+		managers = append(managers, mf.Manager+"/"+string(mf.Operation)+"/"+mf.Subresource)
+	}
+	if !slices.Contains(managers, "widget-operator/Update/status") || slices.ContainsFunc(managers, func(m string) bool { return strings.HasPrefix(m, "manager/") }) {
+		t.Errorf("field managers %v: want the status write as widget-operator, none as manager", managers)
+	}
+}
+
 // applyForeign sets a condition with server-side apply as another
 // controller (field manager "other-controller") would.
 func applyForeign(t *testing.T, c client.Client, w *testapi.Widget, cond metav1.Condition) {
@@ -198,7 +227,7 @@ func TestWriterSurvivesAConflictFromAStaleObject(t *testing.T) {
 	applyForeign(t, api, created, metav1.Condition{Type: "Foreign", Status: "True", Reason: "Theirs", LastTransitionTime: at(t0)})
 
 	var n calls
-	w := status.Writer{Client: countingClient(t, &n, nil)}
+	w := status.Writer{Client: countingClient(t, &n, nil), FieldOwner: "test-controller"}
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		status.MarkStalled(stale, "InvalidSpec", "bad")
 		status.ObserveGeneration(stale)
@@ -258,7 +287,7 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("without APIReader the stale cache makes it give up after Retry.Steps=%d", tt.retry.Steps), func(t *testing.T) {
 			var n calls
-			w := status.Writer{Client: countingClient(t, &n, staleCache), Retry: tt.retry}
+			w := status.Writer{Client: countingClient(t, &n, staleCache), FieldOwner: "test-controller", Retry: tt.retry}
 			obj := stale.DeepCopy()
 			_, err := w.Patch(t.Context(), obj, func() error {
 				status.MarkReady(obj, "Reconciled", "")
@@ -276,7 +305,7 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 
 	t.Run("with APIReader it re-reads the server and succeeds", func(t *testing.T) {
 		var n, reads calls
-		w := status.Writer{Client: countingClient(t, &n, staleCache), APIReader: countingClient(t, &reads, nil)}
+		w := status.Writer{Client: countingClient(t, &n, staleCache), APIReader: countingClient(t, &reads, nil), FieldOwner: "test-controller"}
 		obj := stale.DeepCopy()
 		changed, err := w.Patch(t.Context(), obj, func() error {
 			status.MarkReady(obj, "Reconciled", "")
@@ -367,7 +396,7 @@ func TestWriterReportsAnObjectThatIsGone(t *testing.T) {
 	if err := api.Delete(t.Context(), created); err != nil {
 		t.Fatal(err)
 	}
-	w := status.Writer{Client: api}
+	w := status.Writer{Client: api, FieldOwner: "test-controller"}
 	_, err := w.Patch(t.Context(), obj, func() error {
 		status.MarkReady(obj, "", "")
 		return nil
@@ -389,7 +418,7 @@ func TestWriterWritesUnstructuredObjects(t *testing.T) {
 	// Make it stale so that the conflict path runs on unstructured too.
 	applyForeign(t, api, created, metav1.Condition{Type: "Foreign", Status: "False", Reason: "Theirs", LastTransitionTime: at(t1)})
 
-	w := status.Writer{Client: api}
+	w := status.Writer{Client: api, FieldOwner: "test-controller"}
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		return unstructured.SetNestedField(stale.Object, "Running", "status", "phase")
 	})
@@ -417,7 +446,7 @@ func TestWriterDoesNotApplyChangesToARecreatedObject(t *testing.T) {
 	if err := api.Create(t.Context(), again); err != nil {
 		t.Fatal(err)
 	}
-	w := status.Writer{Client: api}
+	w := status.Writer{Client: api, FieldOwner: "test-controller"}
 	_, err := w.Patch(t.Context(), old, func() error {
 		status.MarkReady(old, "", "")
 		return nil
@@ -447,7 +476,7 @@ func TestWriterStopsWhenTheServerAlreadyHoldsItsChanges(t *testing.T) {
 	}
 
 	var n calls
-	w := status.Writer{Client: countingClient(t, &n, nil)}
+	w := status.Writer{Client: countingClient(t, &n, nil), FieldOwner: "test-controller"}
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		status.MarkReady(stale, "Reconciled", "", status.WithClock(clocktesting.NewFakePassiveClock(t1)))
 		return nil

@@ -3,6 +3,7 @@ package status_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -10,7 +11,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/status"
 )
@@ -36,7 +39,7 @@ func fakeWriter(t *testing.T) (status.Writer, *testapi.Widget, *int) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "w"}, obj); err != nil {
 		t.Fatal(err)
 	}
-	return status.Writer{Client: c}, obj, &patches
+	return status.Writer{Client: c, FieldOwner: "test-controller"}, obj, &patches
 }
 
 func TestWriterRefusesBadSetupWithClearErrors(t *testing.T) {
@@ -64,6 +67,20 @@ func TestWriterRefusesBadSetupWithClearErrors(t *testing.T) {
 				return w.Patch(t.Context(), o, func() error { status.MarkReady(o, "", ""); return nil })
 			},
 			want: status.ErrNoResourceVersion,
+		},
+		{
+			name: "a write without a field owner",
+			write: func() (bool, error) {
+				w, _, patches := fakeWriter(t)
+				w.FieldOwner = ""
+				o := obj.DeepCopy()
+				changed, err := w.Patch(t.Context(), o, func() error { status.MarkReady(o, "", ""); return nil })
+				if *patches != 0 {
+					t.Errorf("%d patches sent without a field owner, want 0", *patches)
+				}
+				return changed, err
+			},
+			want: status.ErrNoFieldOwner,
 		},
 	}
 	for _, tt := range tests {
@@ -132,5 +149,27 @@ func TestSnapshotChangedAndRepeatedWrites(t *testing.T) {
 	}
 	if *patches != 1 {
 		t.Errorf("%d status patches, want 1", *patches)
+	}
+}
+
+// TestWriterWithoutAFieldOwner: a write that would send a request without
+// FieldOwner fails for good (permanent, a controller-runtime terminal
+// error) and sends nothing; a write with nothing to change sends nothing
+// and succeeds, as it always did.
+func TestWriterWithoutAFieldOwner(t *testing.T) {
+	w, obj, patches := fakeWriter(t)
+	w.FieldOwner = ""
+	if changed, err := w.Patch(t.Context(), obj, func() error { return nil }); changed || err != nil {
+		t.Errorf("nothing to change: %v, %v; want false, nil", changed, err)
+	}
+	_, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil })
+	if !errors.Is(err, status.ErrNoFieldOwner) || !strings.Contains(err.Error(), "Writer.FieldOwner") {
+		t.Fatalf("a change: %v, want ErrNoFieldOwner saying how to fix it", err)
+	}
+	if class, _ := rkerrors.Classify(err); class != rkerrors.ClassPermanent || !errors.Is(err, crreconcile.TerminalError(nil)) {
+		t.Errorf("class %v, terminal %v; want permanent and terminal", class, errors.Is(err, crreconcile.TerminalError(nil)))
+	}
+	if *patches != 0 {
+		t.Errorf("%d patches, want 0", *patches)
 	}
 }
