@@ -11,6 +11,7 @@
 // [Registry.AddAll] on its normal path and [Registry.Run] when the object has
 // a deletionTimestamp:
 //
+//	owner := finalizer.WithFieldOwner("site-controller")
 //	var finalizers finalizer.Registry[*corev1.ConfigMap]
 //	if err := finalizers.Register("example.com/dns-record", finalizer.Func[*corev1.ConfigMap](
 //		func(ctx context.Context, cm *corev1.ConfigMap) error {
@@ -21,14 +22,24 @@
 //
 //	// in Reconcile, with cm read from the cache:
 //	if !cm.GetDeletionTimestamp().IsZero() {
-//		_, err := finalizers.Run(ctx, c, cm)
+//		_, err := finalizers.Run(ctx, c, cm, owner)
 //		return ctrl.Result{}, err // a *CleanupError keeps its finalizer
 //	}
-//	if _, err := finalizers.AddAll(ctx, c, cm); err != nil {
+//	if _, err := finalizers.AddAll(ctx, c, cm, owner); err != nil {
 //		return ctrl.Result{}, err
 //	}
 //
 // The package's Registry example runs this snippet.
+//
+// One field owner: every write carries the field manager the operator names
+// with [WithFieldOwner], the name its other writes carry too
+// (drift.WithFieldOwner, status.Writer.FieldOwner; reconcile.Loop passes
+// its FieldOwner here), never the client's default (the binary's name,
+// "manager" in every kubebuilder project) nor a name shared by every user of
+// the package. Every call requires it: without it [Add], [Remove],
+// [Registry.AddAll] and [Registry.Run] send nothing, run no cleanup and
+// return [ErrNoFieldOwner], classed permanent, even when there would be
+// nothing to write.
 //
 // Every write is a JSON merge patch of metadata.finalizers that carries the
 // object's resourceVersion (an optimistic lock). Another writer's change in

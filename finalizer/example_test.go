@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 )
@@ -31,12 +32,40 @@ func ExampleAdd() {
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "w"}, w)
 	for range 2 {
-		changed, err := finalizer.Add(ctx, c, w, "example.com/cleanup")
+		changed, err := finalizer.Add(ctx, c, w, "example.com/cleanup", finalizer.WithFieldOwner("widget-controller"))
 		fmt.Println(changed, err, w.Finalizers)
 	}
 	// Output:
 	// true <nil> [example.com/cleanup]
 	// false <nil> [example.com/cleanup]
+}
+
+// WithFieldOwner is required: it names the operator in metadata.managedFields
+// for the finalizers it adds and removes. Without it nothing is written and
+// the error is permanent, on the first reconcile rather than on the deletion
+// that the finalizer would then hold up.
+func ExampleWithFieldOwner() {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	_ = testapi.AddToScheme(scheme)
+	c := fake.NewClientBuilder().WithScheme(scheme).WithReturnManagedFields().
+		WithObjects(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w"}}).Build()
+	w := &testapi.Widget{}
+	_ = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "w"}, w)
+
+	_, err := finalizer.Add(ctx, c, w, "example.com/cleanup")
+	class, _ := rkerrors.Classify(err)
+	fmt.Println(errors.Is(err, finalizer.ErrNoFieldOwner), class, w.Finalizers)
+
+	changed, err := finalizer.Add(ctx, c, w, "example.com/cleanup", finalizer.WithFieldOwner("widget-controller"))
+	fmt.Println(changed, err, w.Finalizers)
+	for _, mf := range w.ManagedFields {
+		fmt.Println(mf.Manager, mf.Operation)
+	}
+	// Output:
+	// true permanent []
+	// true <nil> [example.com/cleanup]
+	// widget-controller Update
 }
 
 // deleteRecord stands for the cleanup of something outside the cluster.
@@ -56,6 +85,7 @@ func ExampleRegistry() {
 		Data:       map[string]string{"hostname": "shop.example.com"},
 	}).Build()
 
+	owner := finalizer.WithFieldOwner("site-controller")
 	var finalizers finalizer.Registry[*corev1.ConfigMap]
 	if err := finalizers.Register("example.com/dns-record", finalizer.Func[*corev1.ConfigMap](
 		func(ctx context.Context, cm *corev1.ConfigMap) error {
@@ -67,13 +97,13 @@ func ExampleRegistry() {
 	// The reconciler's normal path.
 	cm := &corev1.ConfigMap{}
 	_ = c.Get(ctx, key, cm)
-	changed, err := finalizers.AddAll(ctx, c, cm)
+	changed, err := finalizers.AddAll(ctx, c, cm, owner)
 	fmt.Println("added:", changed, err, cm.Finalizers)
 
 	// The user deletes the object; the reconciler's deletion path.
 	_ = c.Delete(ctx, cm)
 	_ = c.Get(ctx, key, cm)
-	res, err := finalizers.Run(ctx, c, cm)
+	res, err := finalizers.Run(ctx, c, cm, owner)
 	fmt.Println("removed:", res.Removed, "done:", res.Done(), err)
 
 	err = c.Get(ctx, key, cm)
@@ -101,10 +131,11 @@ func ExampleRegistry_order() {
 	}
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, key, w)
-	_, _ = registry.AddAll(ctx, c, w)
+	owner := finalizer.WithFieldOwner("widget-controller")
+	_, _ = registry.AddAll(ctx, c, w, owner)
 	_ = c.Delete(ctx, w)
 	_ = c.Get(ctx, key, w)
-	res, err := registry.Run(ctx, c, w)
+	res, err := registry.Run(ctx, c, w, owner)
 	fmt.Println("removed:", res.Removed, err)
 	// Output:
 	// cleaning up example.com/dns-record
@@ -127,7 +158,7 @@ func ExampleCleanupError() {
 	_ = registry.Register("example.com/bucket", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error {
 		return errBusy
 	}))
-	res, err := registry.Run(ctx, c, w)
+	res, err := registry.Run(ctx, c, w, finalizer.WithFieldOwner("widget-controller"))
 
 	var cleanupErr *finalizer.CleanupError
 	fmt.Println(errors.As(err, &cleanupErr), cleanupErr.Name, errors.Is(err, errBusy))

@@ -44,12 +44,31 @@ var ErrNotDeleting = errors.New("finalizer: object is not being deleted")
 // "example.com/cleanup").
 var ErrInvalidName = errors.New("finalizer: invalid name")
 
+// ErrNoFieldOwner is returned, wrapped and classed permanent
+// (errors.Permanent, so also a controller-runtime terminal error), by [Add],
+// [Remove], [Registry.AddAll] and [Registry.Run] called without
+// [WithFieldOwner], before they send anything or run any cleanup, also when
+// there is nothing to write: the mistake shows on the first reconcile, not
+// on the deletion that would then be stuck behind its finalizer.
+var ErrNoFieldOwner = errors.New("finalizer: no field owner")
+
 // Option changes how a write is made.
 type Option func(*options)
 
 type options struct {
-	reader  client.Reader
-	backoff wait.Backoff
+	reader     client.Reader
+	backoff    wait.Backoff
+	fieldOwner string
+}
+
+// WithFieldOwner names the operator: the field manager of every patch of
+// metadata.finalizers, under which the API server records them in
+// metadata.managedFields. Required by every call of the package (without
+// it, [ErrNoFieldOwner]). Use the name the operator's other writes carry
+// (drift.WithFieldOwner, status.Writer.FieldOwner; reconcile.Loop passes
+// its FieldOwner here), never one another controller uses.
+func WithFieldOwner(name string) Option {
+	return func(o *options) { o.fieldOwner = name }
 }
 
 // WithAPIReader makes the re-read after a conflict go through r. Pass the
@@ -68,7 +87,9 @@ func WithRetry(b wait.Backoff) Option {
 	return func(o *options) { o.backoff = b }
 }
 
-func newOptions(c client.Reader, opts []Option) options {
+// newOptions resolves the options of a call that does what for obj; a call
+// without a field owner is an error.
+func newOptions(c client.Reader, opts []Option, what string, obj client.Object) (options, error) {
 	o := options{reader: c, backoff: retry.DefaultRetry}
 	for _, opt := range opts {
 		if opt != nil {
@@ -78,7 +99,11 @@ func newOptions(c client.Reader, opts []Option) options {
 	if o.backoff.Steps < 1 {
 		o.backoff.Steps = 1
 	}
-	return o
+	if o.fieldOwner == "" {
+		return o, rkerrors.Permanent(fmt.Errorf("%s %s: %w: pass finalizer.WithFieldOwner(name), the operator's own name, the same for all its writes",
+			what, describe(obj), ErrNoFieldOwner))
+	}
+	return o, nil
 }
 
 // ValidateName reports whether name can be stored in metadata.finalizers: it
@@ -104,8 +129,13 @@ func ValidateName(name string) error {
 // [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp,
 // even if the finalizer is there: the caller belongs on its deletion path.
 // When the object no longer exists the error satisfies
-// apierrors.IsNotFound (so client.IgnoreNotFound drops it).
+// apierrors.IsNotFound (so client.IgnoreNotFound drops it). Without
+// [WithFieldOwner] it returns [ErrNoFieldOwner].
 func Add(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	o, err := newOptions(c, opts, fmt.Sprintf("adding finalizer %q to", name), obj)
+	if err != nil {
+		return false, err
+	}
 	// The hot path of every reconcile: present, so valid (the server stored
 	// it), and nothing to write.
 	if obj.GetResourceVersion() != "" && !deleting(obj) && slices.Contains(obj.GetFinalizers(), name) {
@@ -114,7 +144,7 @@ func Add(ctx context.Context, c client.Client, obj client.Object, name string, o
 	if err := ValidateName(name); err != nil {
 		return false, err
 	}
-	return write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
+	return write(ctx, c, obj, o, func(current []string) ([]string, error) {
 		if deleting(obj) {
 			return nil, fmt.Errorf("adding finalizer %q to %s: %w", name, describe(obj), ErrDeleting)
 		}
@@ -133,11 +163,16 @@ func Add(ctx context.Context, c client.Client, obj client.Object, name string, o
 // An object that no longer exists has no finalizers: Remove then returns
 // (false, nil). Removing the last finalizer of an object being deleted lets
 // the API server delete it; obj then holds the object's final state.
+// Without [WithFieldOwner] it returns [ErrNoFieldOwner].
 func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	o, err := newOptions(c, opts, fmt.Sprintf("removing finalizer %q from", name), obj)
+	if err != nil {
+		return false, err
+	}
 	if obj.GetResourceVersion() != "" && !slices.Contains(obj.GetFinalizers(), name) {
 		return false, nil
 	}
-	changed, err = write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
+	changed, err = write(ctx, c, obj, o, func(current []string) ([]string, error) {
 		if !slices.Contains(current, name) {
 			return nil, nil
 		}
@@ -172,7 +207,7 @@ func write(ctx context.Context, c client.Client, obj client.Object, o options, e
 		}
 		base := obj.DeepCopyObject().(client.Object)
 		obj.SetFinalizers(next)
-		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{})); err != nil {
+		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(o.fieldOwner)); err != nil {
 			// Leave obj as it was: it must not claim finalizers the
 			// server does not have.
 			obj.SetFinalizers(current)

@@ -54,7 +54,7 @@ func TestAddPersistsOnceThenMakesNoRequests(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	reqs.Snapshot()
 
-	changed, err := finalizer.Add(ctx, c, w, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, w, fooFinalizer, asTest)
 	if err != nil || !changed {
 		t.Fatalf("first Add = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -77,7 +77,7 @@ func TestAddPersistsOnceThenMakesNoRequests(t *testing.T) {
 	}
 	reqs.Snapshot()
 	for i, obj := range []*testapi.Widget{w, w, fresh} {
-		changed, err := finalizer.Add(ctx, c, obj, fooFinalizer)
+		changed, err := finalizer.Add(ctx, c, obj, fooFinalizer, asTest)
 		if err != nil || changed {
 			t.Errorf("repeat %d: Add = (%v, %v), want (false, nil)", i, changed, err)
 		}
@@ -93,7 +93,7 @@ func TestRemovePersistsOnceThenMakesNoRequests(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", fooFinalizer, keepFinalizer)
 	reqs.Snapshot()
 
-	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
+	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
 	if err != nil || !changed {
 		t.Fatalf("first Remove = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -105,7 +105,7 @@ func TestRemovePersistsOnceThenMakesNoRequests(t *testing.T) {
 	}
 	reqs.Snapshot()
 	for i := range 3 {
-		changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
+		changed, err := finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
 		if err != nil || changed {
 			t.Errorf("repeat %d: Remove = (%v, %v), want (false, nil)", i, changed, err)
 		}
@@ -125,11 +125,11 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	a, b := w.DeepCopy(), w.DeepCopy()
 
-	if _, err := finalizer.Add(ctx, c, b, barFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, c, b, barFinalizer, asTest); err != nil {
 		t.Fatalf("writer b: %v", err)
 	}
 	reqs.Snapshot()
-	changed, err := finalizer.Add(ctx, c, a, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, a, fooFinalizer, asTest)
 	if err != nil || !changed {
 		t.Fatalf("stale writer a: Add = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -144,10 +144,10 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 
 	// The same for removal: a stale remover keeps what was added meanwhile.
 	stale := a.DeepCopy()
-	if _, err := finalizer.Remove(ctx, c, a, keepFinalizer); err != nil {
+	if _, err := finalizer.Remove(ctx, c, a, keepFinalizer, asTest); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := finalizer.Remove(ctx, c, stale, barFinalizer); err != nil {
+	if _, err := finalizer.Remove(ctx, c, stale, barFinalizer, asTest); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{fooFinalizer}, serverFinalizers(t, c, w)); diff != "" {
@@ -160,11 +160,11 @@ func TestWithBackoffOfOneAttemptReturnsTheConflictAndLeavesObjUnchanged(t *testi
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	stale := w.DeepCopy()
-	if _, err := finalizer.Add(ctx, c, w, barFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, c, w, barFinalizer, asTest); err != nil {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithRetry(wait.Backoff{Steps: 1}))
+	changed, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithRetry(wait.Backoff{Steps: 1}), asTest)
 	if changed || !apierrors.IsConflict(err) {
 		t.Fatalf("Add = (%v, %v), want (false, a Conflict)", changed, err)
 	}
@@ -182,10 +182,10 @@ func TestWithAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w")
 	stale := w.DeepCopy()
-	if _, err := finalizer.Add(ctx, c, w, barFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, c, w, barFinalizer, asTest); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader)); err != nil {
+	if _, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader), asTest); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]int{"get": 1}, reqs.Snapshot()); diff != "" {
@@ -206,7 +206,7 @@ func TestAddOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	reqs.Snapshot()
 
 	for _, name := range []string{fooFinalizer, keepFinalizer} {
-		changed, err := finalizer.Add(ctx, c, w, name)
+		changed, err := finalizer.Add(ctx, c, w, name, asTest)
 		if changed || !errors.Is(err, finalizer.ErrDeleting) {
 			t.Errorf("Add(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
 		}
@@ -234,7 +234,7 @@ func TestAddWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	}
 	reqs.Snapshot()
 
-	changed, err := finalizer.Add(ctx, c, read, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, read, fooFinalizer, asTest)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
 		t.Fatalf("Add = (%v, %v), want (false, ErrDeleting)", changed, err)
 	}
@@ -258,7 +258,7 @@ func TestAddWhenObjectIsDeletedBeforeTheWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Add(ctx, c, read, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, read, fooFinalizer, asTest)
 	if changed || !apierrors.IsNotFound(err) {
 		t.Fatalf("Add = (%v, %v), want (false, NotFound)", changed, err)
 	}
@@ -281,7 +281,7 @@ func TestRemoveLastFinalizerLetsTheServerDeleteTheObject(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer)
+	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
 	if err != nil || !changed {
 		t.Fatalf("Remove = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -289,7 +289,7 @@ func TestRemoveLastFinalizerLetsTheServerDeleteTheObject(t *testing.T) {
 		t.Errorf("get after removing the last finalizer: %v, want NotFound", err)
 	}
 	// Calling again on the now vanished object is a success.
-	changed, err = finalizer.Remove(ctx, c, w, fooFinalizer)
+	changed, err = finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
 	if err != nil || changed {
 		t.Errorf("Remove again = (%v, %v), want (false, nil)", changed, err)
 	}
@@ -312,7 +312,7 @@ func TestRemoveFromAVanishedObjectIsSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Remove(ctx, c, read, fooFinalizer)
+	changed, err := finalizer.Remove(ctx, c, read, fooFinalizer, asTest)
 	if err != nil || changed {
 		t.Fatalf("Remove = (%v, %v), want (false, nil)", changed, err)
 	}
@@ -334,7 +334,7 @@ func TestInvalidNamesAreRejectedBeforeAnyRequest(t *testing.T) {
 				t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", tt.finalizer, err)
 			}
 			// A nil client would panic if Add sent anything.
-			changed, err := finalizer.Add(t.Context(), nil, &testapi.Widget{}, tt.finalizer)
+			changed, err := finalizer.Add(t.Context(), nil, &testapi.Widget{}, tt.finalizer, asTest)
 			if changed || !errors.Is(err, finalizer.ErrInvalidName) {
 				t.Errorf("Add(%q) = (%v, %v), want (false, ErrInvalidName)", tt.finalizer, changed, err)
 			}
@@ -374,9 +374,9 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 					for {
 						var err error
 						if add {
-							_, err = finalizer.Add(ctx, c, obj, name)
+							_, err = finalizer.Add(ctx, c, obj, name, asTest)
 						} else {
-							_, err = finalizer.Remove(ctx, c, obj, name)
+							_, err = finalizer.Remove(ctx, c, obj, name, asTest)
 						}
 						if apierrors.IsConflict(err) {
 							mu.Lock()
@@ -406,7 +406,7 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 			// End with the finalizer added.
 			patient := retry.DefaultRetry
 			patient.Steps = 50
-			if _, err := finalizer.Add(ctx, c, obj, name, finalizer.WithRetry(patient)); err != nil {
+			if _, err := finalizer.Add(ctx, c, obj, name, finalizer.WithRetry(patient), asTest); err != nil {
 				fail("final Add: %v", err)
 			}
 		})
@@ -443,7 +443,7 @@ func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	reqs.Snapshot()
 
 	handBuilt := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	changed, err := finalizer.Add(ctx, c, handBuilt, fooFinalizer)
+	changed, err := finalizer.Add(ctx, c, handBuilt, fooFinalizer, asTest)
 	if err != nil || !changed {
 		t.Fatalf("Add = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -455,7 +455,7 @@ func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	}
 
 	handBuilt = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	if changed, err := finalizer.Remove(ctx, c, handBuilt, fooFinalizer); err != nil || !changed {
+	if changed, err := finalizer.Remove(ctx, c, handBuilt, fooFinalizer, asTest); err != nil || !changed {
 		t.Fatalf("Remove = (%v, %v), want (true, nil)", changed, err)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, handBuilt)); diff != "" {

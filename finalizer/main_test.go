@@ -6,11 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 var env testenv.Env
+
+// asTest names the tests' field owner.
+var asTest = finalizer.WithFieldOwner("finalizer-test")
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{

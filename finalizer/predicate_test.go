@@ -157,10 +157,10 @@ func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
 			if !obj.GetDeletionTimestamp().IsZero() {
-				_, err := set.Run(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()))
+				_, err := set.Run(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()), asTest)
 				return ctrl.Result{}, err
 			}
-			_, err := set.AddAll(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()))
+			_, err := set.AddAll(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()), asTest)
 			return ctrl.Result{}, err
 		})
 	}

@@ -110,8 +110,13 @@ func (s *Registry[T]) Names() []string {
 // registration order; like [Add] it makes no request when nothing is
 // missing, never drops another writer's finalizer, and returns [ErrDeleting]
 // for an object being deleted. Call it on the not-deleted path of a
-// reconcile, before creating anything that will need cleaning up.
+// reconcile, before creating anything that will need cleaning up. Without
+// [WithFieldOwner] it returns [ErrNoFieldOwner].
 func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts ...Option) (changed bool, err error) {
+	o, err := newOptions(c, opts, "adding finalizers to", obj)
+	if err != nil {
+		return false, err
+	}
 	s.mu.RLock()
 	missing := slices.ContainsFunc(s.entries, func(e entry[T]) bool { return !slices.Contains(obj.GetFinalizers(), e.name) })
 	s.mu.RUnlock()
@@ -119,7 +124,7 @@ func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts .
 		return false, nil // the hot path: nothing to write
 	}
 	names := s.Names()
-	return write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
+	return write(ctx, c, obj, o, func(current []string) ([]string, error) {
 		var missing []string
 		for _, n := range names {
 			if !slices.Contains(current, n) {
@@ -151,8 +156,13 @@ func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts .
 // removing the earlier ones failed too. An object that vanishes (NotFound) is
 // done: Run then returns a Result with nothing remaining and no error.
 // Run returns [ErrNotDeleting], without running anything, for an object that
-// is not being deleted.
+// is not being deleted, and [ErrNoFieldOwner], without running anything,
+// without [WithFieldOwner].
 func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...Option) (RunResult, error) {
+	o, err := newOptions(c, opts, "running finalizers of", obj)
+	if err != nil {
+		return RunResult{}, err
+	}
 	if !deleting(obj) {
 		return RunResult{}, fmt.Errorf("running finalizers of %s: %w", describe(obj), ErrNotDeleting)
 	}
@@ -174,7 +184,7 @@ func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...O
 	}
 
 	var removed []string
-	_, patchErr := write(ctx, c, obj, newOptions(c, opts), func(current []string) ([]string, error) {
+	_, patchErr := write(ctx, c, obj, o, func(current []string) ([]string, error) {
 		removed = removed[:0]
 		next := slices.DeleteFunc(slices.Clone(current), func(n string) bool {
 			if slices.Contains(succeeded, n) {
