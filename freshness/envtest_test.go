@@ -134,6 +134,7 @@ func TestALoopNeverActsOnItsOwnStaleWrites(t *testing.T) {
 	const steps = 5
 	loop := &reconcile.Loop[*testapi.Widget]{
 		Client:     mgr.GetClient(),
+		FieldOwner: "loop-test",
 		APIReader:  mgr.GetAPIReader(),
 		Finalizers: fin,
 		Recorder:   rec,

@@ -47,5 +47,8 @@
 //
 // This package changes objects in memory (SetController, SetOwner,
 // SetLink) or deletes them (Prune, PruneListed); creating and updating
-// children is left to the caller.
+// children is left to the caller. It takes no field owner: a DELETE
+// carries no field manager (managedFields records who set fields, and a
+// deleted object has none left), so the rule of the other packages, every
+// write under the operator's own name, has nothing to name here.
 package ownership

@@ -10,12 +10,13 @@
 // event when the outcome is news, and turn errors into requeues. A Loop
 // writes them once, with package finalizer, status, errors and requeue:
 //
+//	const fieldOwner = "website-controller"
 //	loop := &reconcile.Loop[*v1.Website]{
 //		Client:     mgr.GetClient(),
-//		FieldOwner: "website-controller",
+//		FieldOwner: fieldOwner,
 //		Sync: func(ctx context.Context, site *v1.Website) (reconcile.Progress, error) {
 //			_, err := drift.Ensure(ctx, mgr.GetClient(), deployment(site),
-//				drift.Owner(site), drift.WithFieldOwner("website-controller"))
+//				drift.Owner(site), drift.WithFieldOwner(fieldOwner))
 //			return reconcile.Progress{Reason: "Deployed"}, err
 //		},
 //	}
@@ -28,6 +29,22 @@
 // reconcilers, and for existing ones once they use the pieces one by one
 // (docs/embedding.md in the module takes a kubebuilder reconciler there a
 // step at a time). Comparing and writing children is package drift's job.
+//
+// # One field owner
+//
+// [Loop].FieldOwner names the operator, and is required ([Loop.Validate] reports
+// it missing, wrapping [ErrInvalidLoop]): the Loop sends its status writes
+// (status.Writer.FieldOwner) and finalizer patches (finalizer.WithFieldOwner)
+// under it, never under the client's default manager (the binary's name,
+// "manager" in every kubebuilder project) nor a name shared by every user
+// of the library. Sync writes children itself: pass the same name to drift
+// (drift.WithFieldOwner(loop.FieldOwner), required there too), so that
+// every write of the operator goes out under one field manager, and "fields
+// we wrote before" means this operator's fields. Deletes (a cleanup's,
+// ownership.Prune's) carry no field manager: a DELETE has none. An operator
+// that replaces another
+// controller lists that controller's field managers in drift.Replaces (see
+// package drift, "Adopting what another controller wrote").
 //
 // # Event filters
 //

@@ -132,10 +132,11 @@ func (e Events) String() string {
 // [freshness]: a reconcile never acts on a cached copy of the object older
 // than this process's last write of it (see the Freshness field).
 //
-// The zero Loop is not usable: set Client and Sync. Everything else is
-// optional. A Loop is safe for concurrent use by several workers; use it by
-// pointer and do not copy it after first use. [Loop.Validate] runs once, on
-// the first reconcile; call it while setting up to fail early.
+// The zero Loop is not usable: set Client, Sync and FieldOwner. Everything
+// else is optional. A Loop is safe for concurrent use by several workers;
+// use it by pointer and do not copy it after first use. [Loop.Validate]
+// runs once, on the first reconcile; call it while setting up to fail
+// early.
 type Loop[T Object] struct {
 	// Client reads the object (usually the manager's cached client) and
 	// writes finalizers and status. Required.
@@ -157,7 +158,12 @@ type Loop[T Object] struct {
 	// Events says which transitions are recorded. The zero value is
 	// [EventsOnReadyAndWarnings].
 	Events Events
-	// FieldOwner is the field manager of the status writes.
+	// FieldOwner names the operator: the field manager of the loop's status
+	// writes ([status.Writer].FieldOwner) and finalizer patches
+	// ([finalizer.WithFieldOwner]). Required ([Loop.Validate]). Sync should
+	// give its own writes the same name (drift.WithFieldOwner(FieldOwner)),
+	// so that the API server records one field manager per operator; never
+	// a name another controller uses.
 	FieldOwner string
 	// Clock stamps condition transitions. Nil means the real clock.
 	Clock clock.PassiveClock
@@ -200,9 +206,9 @@ const ReasonCleanupFailed = "CleanupFailed"
 // ErrInvalidLoop reports a Loop that cannot run.
 var ErrInvalidLoop = errors.New("reconcile: invalid Loop")
 
-// Validate reports a Loop that cannot run: no Client, no Sync, or a type T
-// that is not a pointer to a struct (the loop makes a new T for every
-// reconcile). The error wraps [ErrInvalidLoop].
+// Validate reports a Loop that cannot run: no Client, no Sync, no
+// FieldOwner, or a type T that is not a pointer to a struct (the loop makes
+// a new T for every reconcile). The error wraps [ErrInvalidLoop].
 func (l *Loop[T]) Validate() error {
 	switch t := reflect.TypeFor[T](); {
 	case l == nil:
@@ -213,6 +219,8 @@ func (l *Loop[T]) Validate() error {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidLoop)
 	case l.Sync == nil:
 		return fmt.Errorf("%w: Sync is nil", ErrInvalidLoop)
+	case l.FieldOwner == "":
+		return fmt.Errorf("%w: FieldOwner is empty: set it to the operator's own name, the field manager of its status writes and finalizer patches (give Sync's drift writes the same)", ErrInvalidLoop)
 	}
 	return nil
 }
@@ -250,7 +258,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()
 	}
 
-	var fopts []finalizer.Option
+	fopts := []finalizer.Option{finalizer.WithFieldOwner(l.FieldOwner)}
 	if l.APIReader != nil {
 		fopts = append(fopts, finalizer.WithAPIReader(l.APIReader))
 	}

@@ -71,6 +71,7 @@ func TestLoopDecidesAConflictTheSameWayOnEveryPath(t *testing.T) {
 	}
 	loop := &reconcile.Loop[*testapi.Widget]{
 		Client:     counter.Wrap(c),
+		FieldOwner: "loop-test",
 		Finalizers: fin,
 		Policy: &requeue.Policy{ReportAfter: -1, Observe: func(_ context.Context, d requeue.Decision) {
 			decisions = append(decisions, d)
@@ -138,6 +139,7 @@ func TestLoopSendsTheDeletionRaceThroughThePolicy(t *testing.T) {
 	var decisions []requeue.Decision
 	loop := &reconcile.Loop[*testapi.Widget]{
 		Client:     racing,
+		FieldOwner: "loop-test",
 		Finalizers: fin,
 		Policy:     &requeue.Policy{Observe: func(_ context.Context, d requeue.Decision) { decisions = append(decisions, d) }},
 		Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
@@ -223,6 +225,7 @@ func TestLoopStatusWritesUnderFaultsStayNearTheFaultFreeCount(t *testing.T) {
 		}
 		loop := &reconcile.Loop[*testapi.Widget]{
 			Client:     counter.Wrap(inner),
+			FieldOwner: "loop-test",
 			APIReader:  c,
 			Finalizers: fin,
 			Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
@@ -379,9 +382,10 @@ func TestLoopRecordsNoEventWhenAStaleWriteFindsNothingToChange(t *testing.T) {
 	stale := getWidget(t, c, req) // before the first reconcile: no conditions
 	newLoop := func(cl client.Client, rec events.EventRecorder) *reconcile.Loop[*testapi.Widget] {
 		return &reconcile.Loop[*testapi.Widget]{
-			Client:   cl,
-			Recorder: rec,
-			Policy:   &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
+			Client:     cl,
+			FieldOwner: "loop-test",
+			Recorder:   rec,
+			Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
 			Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 				w.Status.Phase = w.Spec.Message
 				return reconcile.Progress{Reason: "Said"}, nil

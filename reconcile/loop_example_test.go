@@ -72,15 +72,17 @@ func ExampleLoop() {
 		Spec: WebsiteSpec{Image: "nginx:1.29", Replicas: 2}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(site).WithStatusSubresource(site).Build()
 
+	const fieldOwner = "website-controller" // one name for every write of the operator
 	loop := &reconcile.Loop[*Website]{
-		Client: c,
+		Client:     c,
+		FieldOwner: fieldOwner,
 		Sync: func(ctx context.Context, site *Website) (reconcile.Progress, error) {
 			if site.Spec.Replicas < 0 {
 				return reconcile.Progress{}, errors.Permanent(errors.WithReason(
 					errors.New("spec.replicas must not be negative"), "InvalidSpec"))
 			}
 			deploy := desiredDeployment(site)
-			if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site), drift.WithFieldOwner("website-controller")); err != nil {
+			if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site), drift.WithFieldOwner(fieldOwner)); err != nil {
 				return reconcile.Progress{}, err
 			}
 			// Ensure left the live Deployment in deploy.

@@ -8,12 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -235,15 +237,78 @@ func TestLoopRunsFinalizersOnDeleteAndLetsTheObjectGo(t *testing.T) {
 	}
 }
 
-func TestLoopWithoutClientOrSyncFailsTerminallyInsteadOfPanicking(t *testing.T) {
-	for name, l := range map[string]*reconcile.Loop[*testapi.Widget]{
-		"no client": {Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil }},
-		"no sync":   {Client: env.Client(t)},
+// TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking:
+// Validate names what is missing, and Reconcile returns it as a terminal
+// error, sending nothing: a Loop without FieldOwner would write its status
+// and finalizers under the client's default field manager.
+func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *testing.T) {
+	sync := func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil }
+	var counter reconciletest.Counter
+	c := counter.Wrap(env.Client(t))
+	for _, tt := range []struct {
+		name, missing string
+		loop          *reconcile.Loop[*testapi.Widget]
+	}{
+		{"no client", "Client", &reconcile.Loop[*testapi.Widget]{Sync: sync, FieldOwner: "loop-test"}},
+		{"no sync", "Sync", &reconcile.Loop[*testapi.Widget]{Client: c, FieldOwner: "loop-test"}},
+		{"no field owner", "FieldOwner", &reconcile.Loop[*testapi.Widget]{Client: c, Sync: sync}},
 	} {
-		_, err := l.Reconcile(t.Context(), crreconcile.Request{})
-		if !errors.Is(err, reconcile.ErrInvalidLoop) || !errors.Is(err, crreconcile.TerminalError(nil)) {
-			t.Errorf("%s: error = %v, want ErrInvalidLoop as a terminal error", name, err)
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.loop.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !strings.Contains(err.Error(), tt.missing) {
+				t.Errorf("Validate = %v, want ErrInvalidLoop naming %s", err, tt.missing)
+			}
+			_, err := tt.loop.Reconcile(t.Context(), crreconcile.Request{})
+			if !errors.Is(err, reconcile.ErrInvalidLoop) || !errors.Is(err, crreconcile.TerminalError(nil)) {
+				t.Errorf("Reconcile: error = %v, want ErrInvalidLoop as a terminal error", err)
+			}
+			if class, _ := errors.Classify(err); class != errors.ClassPermanent {
+				t.Errorf("class %v, want permanent", class)
+			}
+			if n := len(counter.Requests()); n != 0 {
+				t.Errorf("%d requests, want none", n)
+			}
+		})
+	}
+}
+
+// TestLoopWritesStatusAndFinalizersAsItsFieldOwner: the Loop's finalizer
+// patch and status write are recorded in managedFields under its
+// FieldOwner, not under the client's default manager (here "manager", the
+// name of every kubebuilder binary, which is where both went before: the
+// finalizer patch carried no field manager, and FieldOwner was optional).
+func TestLoopWritesStatusAndFinalizersAsItsFieldOwner(t *testing.T) {
+	cfg := rest.CopyConfig(env.Config)
+	cfg.UserAgent = "manager"
+	asManager, err := client.New(cfg, client.Options{Scheme: env.Scheme})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, c := newLoopFixture(t)
+	f.loop.Client = f.counter.Wrap(asManager)
+	f.loop.FieldOwner = "widget-operator"
+	req := createWidget(t, c, env.Namespace(t), "one")
+	reconciletest.Converge(t, f.loop, req, reconciletest.WithCounter(&f.counter))
+
+	w := getWidget(t, c, req)
+	if !status.IsTrue(w, status.TypeReady) || len(w.Finalizers) != 1 {
+		t.Fatalf("not converged: finalizers %v, conditions %+v", w.Finalizers, w.Status.Conditions)
+	}
+	owners := map[string]string{}
+	for _, mf := range w.ManagedFields {
+		fields := mf.FieldsV1.GetRawString()
+		if strings.Contains(fields, "f:finalizers") {
+			owners["finalizers"] += mf.Manager + "/" + mf.Subresource + " "
 		}
+		if strings.Contains(fields, "f:conditions") {
+			owners["conditions"] += mf.Manager + "/" + mf.Subresource + " "
+		}
+		if mf.Manager == "manager" {
+			t.Errorf("an entry of manager: %s", fields)
+		}
+	}
+	want := map[string]string{"finalizers": "widget-operator/ ", "conditions": "widget-operator/status "}
+	if diff := cmp.Diff(want, owners); diff != "" {
+		t.Errorf("field managers (-want +got):\n%s", diff)
 	}
 }
 
@@ -262,8 +327,9 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	ns := env.Namespace(t)
 	var calls atomic.Int32
 	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:   mgr.GetClient(),
-		Recorder: mgr.GetEventRecorder("loop-test"),
+		Client:     mgr.GetClient(),
+		FieldOwner: "loop-test",
+		Recorder:   mgr.GetEventRecorder("loop-test"),
 		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 			if w.Namespace != ns {
 				return reconcile.Progress{}, nil
@@ -389,6 +455,7 @@ func TestLoopReportsAFailingCleanupOnConditionsWithOneEvent(t *testing.T) {
 	rec := events.NewFakeRecorder(32)
 	loop := &reconcile.Loop[*testapi.Widget]{
 		Client:     counter.Wrap(c),
+		FieldOwner: "loop-test",
 		Finalizers: fin,
 		Recorder:   rec,
 		Policy:     &requeue.Policy{ReportAfter: -1}, // report every failure at once

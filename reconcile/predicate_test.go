@@ -106,6 +106,7 @@ func TestPredicateSparesTheReconcileOfAPermanentError(t *testing.T) {
 			}
 			loop := &reconcile.Loop[*testapi.Widget]{
 				Client:     mgr.GetClient(),
+				FieldOwner: "loop-test",
 				APIReader:  mgr.GetAPIReader(),
 				Finalizers: finalizers,
 				Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {

@@ -28,9 +28,9 @@
 // operator names in [Writer.FieldOwner], the name its other writes carry
 // too (drift.WithFieldOwner, finalizer.WithFieldOwner; reconcile.Loop
 // passes its FieldOwner to its status writes and finalizer patches), so
-// that the API server records one field manager per operator. There is no default: not the client's
-// (the binary's name, "manager" in every kubebuilder project), not one
-// shared by every user of the package. A write that would send a request
+// that the API server records one field manager per operator. There is no
+// default: not the client's (the binary's name, "manager" in every
+// kubebuilder project), not one shared by every user of the package. A write that would send a request
 // without it returns [ErrNoFieldOwner], classed permanent.
 //
 // [FromError] turns an error into a condition of the reconciler's own type

@@ -81,10 +81,10 @@ func writeKinds() []writeKind {
 			name: "finalizer merge patch: added, then removed", sender: "reconcilekit, at creation and at deletion", perAt: 2,
 			watched: &atv1.AtList{},
 			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
-				if _, err := finalizer.Add(ctx, c, at, controller.PodCleanupFinalizer); err != nil {
+				if _, err := finalizer.Add(ctx, c, at, controller.PodCleanupFinalizer, finalizer.WithFieldOwner(controller.Name)); err != nil {
 					return err
 				}
-				_, err := finalizer.Remove(ctx, c, at, controller.PodCleanupFinalizer)
+				_, err := finalizer.Remove(ctx, c, at, controller.PodCleanupFinalizer, finalizer.WithFieldOwner(controller.Name))
 				return err
 			},
 		},

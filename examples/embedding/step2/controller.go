@@ -32,6 +32,12 @@ import (
 // RecordFinalizer deletes a Website's DNS record before the Website goes.
 const RecordFinalizer = "embedding.reconcilekit.dev/dns-record"
 
+// FieldOwner is the field manager of every write of the library in this
+// reconciler: the operator's own name, the same for all its writes, never
+// the binary's ("manager" in every kubebuilder project) nor another
+// operator's.
+const FieldOwner = "website-controller"
+
 // ReasonInvalidHostname is the condition reason of a hostname that is not a
 // DNS name.
 const ReasonInvalidHostname = "InvalidHostname"
@@ -75,7 +81,7 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
-	writer := status.Writer{Client: r.Client, APIReader: r.APIReader}
+	writer := status.Writer{Client: r.Client, APIReader: r.APIReader, FieldOwner: FieldOwner}
 	snapshot := writer.Snapshot(site)
 	err := r.sync(ctx, site)
 	// Decide once, after recording the outcome: a failed status write joins

@@ -34,6 +34,12 @@ import (
 // RecordFinalizer deletes a Website's DNS record before the Website goes.
 const RecordFinalizer = "embedding.reconcilekit.dev/dns-record"
 
+// FieldOwner is the field manager of every write of the library in this
+// reconciler: the operator's own name, the same for all its writes, never
+// the binary's ("manager" in every kubebuilder project) nor another
+// operator's.
+const FieldOwner = "website-controller"
+
 // ReasonInvalidHostname is the condition reason of a hostname that is not a
 // DNS name.
 const ReasonInvalidHostname = "InvalidHostname"
@@ -70,11 +76,11 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !site.DeletionTimestamp.IsZero() {
 		return r.Policy.Result(ctx, req, ctrl.Result{}, r.finalize(ctx, site))
 	}
-	if _, err := finalizer.Add(ctx, r.Client, site, RecordFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, r.Client, site, RecordFinalizer, finalizer.WithFieldOwner(FieldOwner)); err != nil {
 		return r.Policy.Result(ctx, req, ctrl.Result{}, err)
 	}
 
-	writer := status.Writer{Client: r.Client, APIReader: r.APIReader}
+	writer := status.Writer{Client: r.Client, APIReader: r.APIReader, FieldOwner: FieldOwner}
 	snapshot := writer.Snapshot(site)
 	err := r.sync(ctx, site)
 	// Decide once, after recording the outcome: a failed status write joins
@@ -118,7 +124,7 @@ func (r *WebsiteReconciler) finalize(ctx context.Context, site *webv1.Website) e
 	if err := r.deleteRecord(ctx, site); err != nil {
 		return fmt.Errorf("delete dns record: %w", err)
 	}
-	_, err := finalizer.Remove(ctx, r.Client, site, RecordFinalizer)
+	_, err := finalizer.Remove(ctx, r.Client, site, RecordFinalizer, finalizer.WithFieldOwner(FieldOwner))
 	return err
 }
 

@@ -32,6 +32,19 @@ import (
 // RecordFinalizer deletes a Website's DNS record before the Website goes.
 const RecordFinalizer = "embedding.reconcilekit.dev/dns-record"
 
+// FieldOwner is the field manager of every write of the library in this
+// reconciler: the operator's own name, the same for all its writes, never
+// the binary's ("manager" in every kubebuilder project) nor another
+// operator's.
+const FieldOwner = "website-controller"
+
+// ReplacedManager is the field manager the children were written under
+// before this reconciler adopted drift (step 3's Create and Update: the
+// binary's name, "manager" in a kubebuilder project). Ensure takes what it
+// wrote over on its first write, so that a field the Website no longer
+// asks for is removed rather than left beside the new one.
+const ReplacedManager = "manager"
+
 // ReasonInvalidHostname is the condition reason of a hostname that is not a
 // DNS name.
 const ReasonInvalidHostname = "InvalidHostname"
@@ -68,11 +81,11 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !site.DeletionTimestamp.IsZero() {
 		return r.Policy.Result(ctx, req, ctrl.Result{}, r.finalize(ctx, site))
 	}
-	if _, err := finalizer.Add(ctx, r.Client, site, RecordFinalizer); err != nil {
+	if _, err := finalizer.Add(ctx, r.Client, site, RecordFinalizer, finalizer.WithFieldOwner(FieldOwner)); err != nil {
 		return r.Policy.Result(ctx, req, ctrl.Result{}, err)
 	}
 
-	writer := status.Writer{Client: r.Client, APIReader: r.APIReader}
+	writer := status.Writer{Client: r.Client, APIReader: r.APIReader, FieldOwner: FieldOwner}
 	snapshot := writer.Snapshot(site)
 	err := r.sync(ctx, site)
 	// Decide once, after recording the outcome: a failed status write joins
@@ -99,10 +112,12 @@ func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) error
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site),
+		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory),
+		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
 		return fmt.Errorf("dns record: %w", err)
 	}
 	return nil
@@ -116,7 +131,7 @@ func (r *WebsiteReconciler) finalize(ctx context.Context, site *webv1.Website) e
 	if err := r.deleteRecord(ctx, site); err != nil {
 		return fmt.Errorf("delete dns record: %w", err)
 	}
-	_, err := finalizer.Remove(ctx, r.Client, site, RecordFinalizer)
+	_, err := finalizer.Remove(ctx, r.Client, site, RecordFinalizer, finalizer.WithFieldOwner(FieldOwner))
 	return err
 }
 

@@ -34,6 +34,19 @@ import (
 // RecordFinalizer deletes a Website's DNS record before the Website goes.
 const RecordFinalizer = "embedding.reconcilekit.dev/dns-record"
 
+// FieldOwner is the field manager of every write of the library in this
+// reconciler: the operator's own name, the same for all its writes, never
+// the binary's ("manager" in every kubebuilder project) nor another
+// operator's.
+const FieldOwner = "website-controller"
+
+// ReplacedManager is the field manager the children were written under
+// before this reconciler adopted drift (step 3's Create and Update: the
+// binary's name, "manager" in a kubebuilder project). Ensure takes what it
+// wrote over on its first write, so that a field the Website no longer
+// asks for is removed rather than left beside the new one.
+const ReplacedManager = "manager"
+
 // ReasonInvalidHostname is the condition reason of a hostname that is not a
 // DNS name.
 const ReasonInvalidHostname = "InvalidHostname"
@@ -70,6 +83,7 @@ func (r *WebsiteReconciler) Loop() (*reconcile.Loop[*webv1.Website], error) {
 	}
 	loop := &reconcile.Loop[*webv1.Website]{
 		Client:     r.Client,
+		FieldOwner: FieldOwner,
 		Sync:       r.sync,
 		Finalizers: finalizers,
 		Recorder:   r.Recorder,
@@ -83,10 +97,12 @@ func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) (reco
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return reconcile.Progress{}, errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site),
+		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("deployment: %w", err)
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory)); err != nil {
+	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory),
+		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("dns record: %w", err)
 	}
 	return reconcile.Progress{Reason: "Deployed", Message: "serving " + site.Spec.Hostname}, nil
