@@ -52,6 +52,7 @@ func (g *guarded) Get(ctx context.Context, k client.ObjectKey, obj client.Object
 	if !ok {
 		return err
 	}
+	g.t.watchReads(ctx, tk.gvk, form(obj), obj)
 	return g.await(ctx, tk, obj, err, func() error { return g.Client.Get(ctx, k, obj, opts...) })
 }
 
@@ -63,7 +64,7 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 	if !ok {
 		return err
 	}
-	if fresh(e, err == nil, obj) {
+	if g.t.isFresh(e, form(obj), err == nil, obj) {
 		g.t.caughtUp(tk, e)
 		return err
 	}
@@ -85,7 +86,7 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 			g.t.unsubscribe(tk, ch)
 			return err
 		}
-		if cur, ok := g.t.lookup(tk); !ok || fresh(cur, err == nil, obj) {
+		if cur, ok := g.t.lookup(tk); !ok || g.t.isFresh(cur, form(obj), err == nil, obj) {
 			g.t.unsubscribe(tk, ch)
 			if ok {
 				g.t.caughtUp(tk, cur)
@@ -124,19 +125,21 @@ func (g *guarded) List(ctx context.Context, list client.ObjectList, opts ...clie
 		return nil
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
+	item, ok := g.newItem(list, gvk)
+	if !ok {
+		return nil
+	}
+	g.t.watchReads(ctx, gvk, form(list), item)
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
 	waited := false
 	for _, e := range g.t.pending(gvk, lo.Namespace) {
-		item, ok := g.newItem(list, gvk)
-		if !ok {
-			return nil
-		}
+		item, _ := g.newItem(list, gvk)
 		k := client.ObjectKey{Namespace: e.key.namespace, Name: e.key.name}
 		err := g.Client.Get(ctx, k, item)
 		if err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
-		if fresh(e, err == nil, item) {
+		if g.t.isFresh(e, form(item), err == nil, item) {
 			g.t.caughtUp(e.key, e)
 			continue
 		}

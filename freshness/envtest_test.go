@@ -16,7 +16,6 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -47,17 +46,15 @@ const cacheLag = 700 * time.Millisecond
 // lags on purpose, the classic mistake: a reconciler that lists its children
 // and creates one (with generateName) when it sees none, and runs again
 // every 20ms. Unguarded it creates a child on nearly every run until the
-// cache catches up; guarded (Tracker.NewClient in the manager's options), the
-// List waits for the child it created, so there is exactly one.
+// cache catches up; guarded, by Tracker.NewClient in the manager's options or
+// by controller-runtime's consistency client, the List waits for the child
+// it created, so there is exactly one.
 func TestNoSecondChildFromALaggingCache(t *testing.T) {
-	for _, guarded := range []bool{false, true} {
-		t.Run(fmt.Sprintf("guarded=%v", guarded), func(t *testing.T) {
+	for _, g := range []guard{unguarded, guardFreshness, guardControllerRuntime} {
+		t.Run(string(g), func(t *testing.T) {
+			guarded := g != unguarded
 			ns := env.Namespace(t)
-			var opts manager.Options
-			if guarded {
-				opts.NewClient = (&freshness.Tracker{}).NewClient
-			}
-			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: cacheLag}, Options: opts})
+			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: cacheLag}, Options: g.options(&freshness.Tracker{})})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -117,10 +114,24 @@ func TestNoSecondChildFromALaggingCache(t *testing.T) {
 // no write is refused with a conflict; each transition is one event; the
 // object ends Ready.
 func TestALoopNeverActsOnItsOwnStaleWrites(t *testing.T) {
+	for _, g := range []guard{guardFreshness, guardControllerRuntime} {
+		t.Run(string(g), func(t *testing.T) { testALoopNeverActsOnItsOwnStaleWrites(t, g) })
+	}
+}
+
+func testALoopNeverActsOnItsOwnStaleWrites(t *testing.T, g guard) {
 	ns := env.Namespace(t)
-	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: cacheLag}})
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: cacheLag},
+		Options: g.options(nil)})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The Loop guards its client with its own Tracker; given the manager's
+	// informers it waits for the cache. With controller-runtime's client
+	// the reads it guards are never stale.
+	var tracker *freshness.Tracker
+	if g == guardFreshness {
+		tracker = &freshness.Tracker{Informers: mgr.GetCache(), MaxWait: 10 * time.Second}
 	}
 	var (
 		mu      sync.Mutex
@@ -139,7 +150,7 @@ func TestALoopNeverActsOnItsOwnStaleWrites(t *testing.T) {
 		Finalizers: fin,
 		Recorder:   rec,
 		Events:     reconcile.EventsOnTransitions,
-		Freshness:  &freshness.Tracker{Informers: mgr.GetCache(), MaxWait: 10 * time.Second},
+		Freshness:  tracker,
 		Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
 		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 			step := len(w.Status.Phase)

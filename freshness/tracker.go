@@ -96,6 +96,22 @@ type Tracker struct {
 	order     list.List // of *entry, most recent write first
 	waiters   map[key][]chan struct{}
 	watched   map[watchKey]bool
+	// seen is, per informer and namespace ("" for cluster-scoped objects),
+	// the newest resourceVersion of an event the informer delivered: the
+	// cache has applied every write of that namespace up to it. One string
+	// per namespace and kind, so it stays small.
+	seen map[watchKey]map[string]string
+	// uncached says which reads do not come from the cache, as the
+	// manager's client options say (NewClient); nil: typed and metadata
+	// reads do, unstructured ones do not (controller-runtime's default).
+	uncached *uncachedReads
+}
+
+// uncachedReads are the reads a client sends to the API server instead of
+// the cache (client.CacheOptions.DisableFor and Unstructured).
+type uncachedReads struct {
+	gvks         map[schema.GroupVersionKind]bool
+	unstructured bool // unstructured reads come from the cache
 }
 
 // key identifies one object.
@@ -139,13 +155,18 @@ func (t *Tracker) NewClient(config *rest.Config, options client.Options) (client
 		return nil, err
 	}
 	if options.Cache != nil {
-		if inf, ok := options.Cache.Reader.(cache.Informers); ok {
-			t.mu.Lock()
-			if t.informers == nil {
-				t.informers = inf
+		u := &uncachedReads{gvks: map[schema.GroupVersionKind]bool{}, unstructured: options.Cache.Unstructured}
+		for _, obj := range options.Cache.DisableFor {
+			if gvk, err := c.GroupVersionKindFor(obj); err == nil {
+				u.gvks[gvk] = true
 			}
-			t.mu.Unlock()
 		}
+		t.mu.Lock()
+		if inf, ok := options.Cache.Reader.(cache.Informers); ok && t.informers == nil {
+			t.informers = inf
+		}
+		t.uncached = u
+		t.mu.Unlock()
 	}
 	return t.Wrap(c), nil
 }
@@ -319,6 +340,67 @@ func fresh(e entry, found bool, obj metav1.Object) bool {
 	return c >= 0
 }
 
+// caughtUpLocked reports whether the informer of wk has delivered an event
+// of e's namespace at or past the write e remembers: the cache has then
+// applied that write, and whatever it says of the object (gone, deleted
+// and created again by someone else, changed since) is news, not a lag.
+// t.mu is held.
+func (t *Tracker) caughtUpLocked(wk watchKey, e entry) bool {
+	if e.rv == "" {
+		return false // a delete: its own event says when the cache saw it
+	}
+	seen, ok := t.seen[wk][e.key.namespace]
+	if !ok {
+		return false
+	}
+	c, err := resourceversion.CompareResourceVersion(seen, e.rv)
+	return err == nil && c >= 0
+}
+
+// isFresh is fresh, or the informer of the read's form has gone past the
+// write.
+func (t *Tracker) isFresh(e entry, form string, found bool, obj metav1.Object) bool {
+	if fresh(e, found, obj) {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.caughtUpLocked(watchKey{gvk: e.key.gvk, form: form}, e)
+}
+
+// cachedLocked reports whether reads of gvk in form come from the cache,
+// so that watching its informer starts nothing a read did not; t.mu is
+// held.
+func (t *Tracker) cachedLocked(gvk schema.GroupVersionKind, form string) bool {
+	if t.uncached == nil {
+		return form != "unstructured"
+	}
+	if t.uncached.gvks[gvk] {
+		return false
+	}
+	return form != "unstructured" || t.uncached.unstructured
+}
+
+// watchReads makes sure the informer behind a read of gvk in form tells
+// the tracker its events, before any write of this process could need
+// them: a deletion by someone else that the informer delivers before the
+// next read of the object is then known when that read comes. It does
+// nothing for reads that do not come from the cache (it would start an
+// informer) and costs one map lookup once the informer is watched.
+func (t *Tracker) watchReads(ctx context.Context, gvk schema.GroupVersionKind, form string, obj client.Object) {
+	wk := watchKey{gvk: gvk, form: form}
+	t.mu.Lock()
+	inf := t.Informers
+	if inf == nil {
+		inf = t.informers
+	}
+	need := inf != nil && !t.watched[wk] && t.cachedLocked(gvk, form)
+	t.mu.Unlock()
+	if need {
+		t.watch(ctx, inf, wk, obj)
+	}
+}
+
 // want describes what a stale read waits for.
 func (e entry) want() string {
 	switch {
@@ -398,9 +480,9 @@ func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, o
 		return false
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.observe(wk.gvk, o, false) },
-		UpdateFunc: func(_, o any) { t.observe(wk.gvk, o, false) },
-		DeleteFunc: func(o any) { t.observe(wk.gvk, o, true) },
+		AddFunc:    func(o any) { t.observe(wk, o, false) },
+		UpdateFunc: func(_, o any) { t.observe(wk, o, false) },
+		DeleteFunc: func(o any) { t.observe(wk, o, true) },
 	}); err != nil {
 		return false
 	}
@@ -414,9 +496,9 @@ func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, o
 }
 
 // observe is the informer event handler: the cache now holds o (or, when
-// gone, no longer does). An entry it satisfies is dropped and its waiters
-// woken.
-func (t *Tracker) observe(gvk schema.GroupVersionKind, o any, gone bool) {
+// gone, no longer does). It remembers how far the informer got in o's
+// namespace; an entry the event satisfies is dropped and its waiters woken.
+func (t *Tracker) observe(wk watchKey, o any, gone bool) {
 	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = tomb.Obj
 	}
@@ -424,9 +506,10 @@ func (t *Tracker) observe(gvk schema.GroupVersionKind, o any, gone bool) {
 	if err != nil {
 		return
 	}
-	k := key{gvk: gvk, namespace: m.GetNamespace(), name: m.GetName()}
+	k := key{gvk: wk.gvk, namespace: m.GetNamespace(), name: m.GetName()}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.seeLocked(wk, m.GetNamespace(), m.GetResourceVersion())
 	el, ok := t.entries[k]
 	if !ok {
 		return
@@ -442,5 +525,42 @@ func (t *Tracker) observe(gvk schema.GroupVersionKind, o any, gone bool) {
 		}
 	case fresh(*e, true, m):
 		t.dropLocked(k)
+	}
+}
+
+// seeLocked records that the informer wk delivered an event at rv in
+// namespace ns; t.mu is held. A resourceVersion that is not an integer is
+// ignored.
+func (t *Tracker) seeLocked(wk watchKey, ns, rv string) {
+	if rv == "" {
+		return
+	}
+	byNS := t.seen[wk]
+	if byNS == nil {
+		if t.seen == nil {
+			t.seen = map[watchKey]map[string]string{}
+		}
+		byNS = map[string]string{}
+		t.seen[wk] = byNS
+	}
+	if old, ok := byNS[ns]; ok {
+		if c, err := resourceversion.CompareResourceVersion(rv, old); err != nil || c <= 0 {
+			return
+		}
+	} else if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
+		return
+	}
+	byNS[ns] = rv
+	// Reads waiting in this namespace may now be satisfied.
+	for k, ws := range t.waiters {
+		if k.gvk != wk.gvk || k.namespace != ns {
+			continue
+		}
+		if el, ok := t.entries[k]; ok && t.caughtUpLocked(wk, *el.Value.(*entry)) {
+			for _, ch := range ws {
+				close(ch)
+			}
+			delete(t.waiters, k)
+		}
 	}
 }

@@ -3,18 +3,24 @@ package freshness_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -461,4 +467,169 @@ func staleReads(t *testing.T, outcome string) float64 {
 		}
 	}
 	return 0
+}
+
+// fire sends every handler of l an informer event of obj: an update, or a
+// delete when gone.
+func (l *laggingCache) fire(obj *corev1.ConfigMap, gone bool) {
+	l.mu.Lock()
+	handlers := append([]toolscache.ResourceEventHandler(nil), l.handlers...)
+	l.mu.Unlock()
+	for _, h := range handlers {
+		if gone {
+			h.OnDelete(obj)
+		} else {
+			h.OnUpdate(obj, obj)
+		}
+	}
+}
+
+// nextRV returns the resourceVersion after rv.
+func nextRV(t *testing.T, rv string, by int) string {
+	t.Helper()
+	n, err := strconv.Atoi(rv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return strconv.Itoa(n + by)
+}
+
+// TestWhatTheInformerSawPastOurWriteIsNotStaleness: this process created an
+// object that a read of the cache does not find. That is a lag only while
+// the informer has not delivered the creation; once it delivered an event
+// at or past the write's resourceVersion in the object's namespace (the
+// deletion of the object by another writer, or any later change there),
+// the cache has applied the write, and the read's NotFound is news: it
+// returns at once. An event of another namespace proves nothing (another
+// watch, in a cache per namespace) and the read still waits.
+func TestWhatTheInformerSawPastOurWriteIsNotStaleness(t *testing.T) {
+	key := client.ObjectKey{Namespace: "default", Name: "cm"}
+	tests := []struct {
+		name string
+		// event is what the informer delivers after the creation, given
+		// the created object.
+		event func(t *testing.T, created *corev1.ConfigMap) (obj *corev1.ConfigMap, gone bool)
+		fresh bool
+	}{
+		{"the object deleted by another writer", func(t *testing.T, created *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+			gone := created.DeepCopy()
+			gone.ResourceVersion = nextRV(t, created.ResourceVersion, 1)
+			return gone, true
+		}, true},
+		{"a later change of another object in the namespace", func(t *testing.T, created *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+			other := configMap("other", "x")
+			other.ResourceVersion = nextRV(t, created.ResourceVersion, 5)
+			return other, false
+		}, true},
+		{"an earlier change in the namespace", func(t *testing.T, created *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+			other := configMap("other", "x")
+			other.ResourceVersion = nextRV(t, created.ResourceVersion, -1)
+			return other, false
+		}, false},
+		{"a later change in another namespace", func(t *testing.T, created *corev1.ConfigMap) (*corev1.ConfigMap, bool) {
+			other := configMap("other", "x")
+			other.Namespace = "elsewhere"
+			other.ResourceVersion = nextRV(t, created.ResourceVersion, 5)
+			return other, false
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := newLaggingCache()
+			tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: 200 * time.Millisecond}
+			c := tracker.Wrap(l)
+			ctx := t.Context()
+			// A first read: the tracker watches the informer from now on.
+			if err := c.Get(ctx, key, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+				t.Fatalf("first read: %v", err)
+			}
+			l.freeze(t, key) // the cache will not show the creation
+			created := configMap("cm", "ours")
+			if err := c.Create(ctx, created); err != nil {
+				t.Fatal(err)
+			}
+			obj, gone := tt.event(t, created)
+			if gone {
+				if err := l.WithWatch.Delete(ctx, created.DeepCopy()); err != nil {
+					t.Fatal(err)
+				}
+			}
+			l.fire(obj, gone)
+			err := c.Get(ctx, key, &corev1.ConfigMap{})
+			switch {
+			case tt.fresh && !apierrors.IsNotFound(err):
+				t.Errorf("read = %v, want NotFound at once", err)
+			case !tt.fresh && !errors.Is(err, freshness.ErrStale):
+				t.Errorf("read = %v, want a StaleError: the cache may not have seen the creation", err)
+			}
+			if tt.fresh && tracker.Len() != 0 {
+				t.Errorf("the tracker still remembers %d writes, want none", tracker.Len())
+			}
+		})
+	}
+}
+
+// sequencedClient stands for an API server that numbers writes: Create
+// gives each object the next resourceVersion and a UID, Delete succeeds, and
+// a read finds nothing. Only what the tracker calls is implemented.
+type sequencedClient struct {
+	client.Client
+	rv int
+}
+
+func (s *sequencedClient) Create(_ context.Context, obj client.Object, _ ...client.CreateOption) error {
+	s.rv++
+	obj.SetResourceVersion(strconv.Itoa(s.rv))
+	obj.SetUID(types.UID(strconv.Itoa(s.rv)))
+	return nil
+}
+
+func (s *sequencedClient) Delete(context.Context, client.Object, ...client.DeleteOption) error {
+	s.rv++
+	return nil
+}
+
+func (s *sequencedClient) Get(_ context.Context, key client.ObjectKey, _ client.Object, _ ...client.GetOption) error {
+	return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
+}
+
+func (s *sequencedClient) GroupVersionKindFor(obj runtime.Object) (schema.GroupVersionKind, error) {
+	return apiutil.GVKForObject(obj, clientgoscheme.Scheme)
+}
+
+// TestTenThousandWritesAndDeletionsLeaveNothingBehind: 10,000 objects
+// created and deleted through a guarded client, each write and deletion
+// delivered by the informer. The tracker ends empty, and its memory of the
+// informers' progress is one resourceVersion per namespace.
+func TestTenThousandWritesAndDeletionsLeaveNothingBehind(t *testing.T) {
+	l := newLaggingCache()
+	tracker := &freshness.Tracker{Informers: informers{l: l}}
+	api := &sequencedClient{}
+	c := tracker.Wrap(api)
+	ctx := t.Context()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "first"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	most := 0
+	for i := range 10_000 {
+		cm := configMap(fmt.Sprint("cm-", i), "x")
+		if err := c.Create(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, tracker.Len())
+		l.fire(cm, false)
+		if err := c.Delete(ctx, cm); err != nil {
+			t.Fatal(err)
+		}
+		most = max(most, tracker.Len())
+		gone := cm.DeepCopy()
+		gone.ResourceVersion = strconv.Itoa(api.rv)
+		l.fire(gone, true)
+	}
+	if n := tracker.Len(); n != 0 {
+		t.Errorf("entries after 10,000 writes and deletions the informer delivered = %d, want 0", n)
+	}
+	if most != 1 {
+		t.Errorf("at most %d entries at once, want 1: each write is forgotten once the informer delivers it", most)
+	}
 }
