@@ -72,7 +72,9 @@ type Events int
 const (
 	// EventsOnReadyAndWarnings records a Normal event when an object
 	// becomes Ready and a Warning event when it becomes Stalled or when a
-	// reported failure changes its summary. Moves into Reconciling are
+	// reported failure changes its summary. Moves into Reconciling, and
+	// changes of an object that stays Ready (its reason or message: a
+	// message that carries a replica count changes with every resize), are
 	// recorded on the conditions only. A successful lifecycle costs one
 	// event per object. It is the default.
 	EventsOnReadyAndWarnings Events = iota
@@ -356,7 +358,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		return fmt.Errorf("write status: %w", werr)
 	}
 	if after := summarize(r.obj); written && after != r.before {
-		r.l.recordTransition(r.obj, after, err != nil)
+		r.l.recordTransition(r.obj, r.before, after, err != nil)
 	}
 	return nil
 }
@@ -398,7 +400,9 @@ func summarize(obj status.Getter) summary {
 	return summary{}
 }
 
-func (l *Loop[T]) recordTransition(obj T, s summary, failed bool) {
+// recordTransition records the event of a change of the summary from
+// before to s, if l.Events asks for one.
+func (l *Loop[T]) recordTransition(obj T, before, s summary, failed bool) {
 	if l.Recorder == nil || s.typ == "" {
 		return
 	}
@@ -407,7 +411,7 @@ func (l *Loop[T]) recordTransition(obj T, s summary, failed bool) {
 	case warning:
 	case l.Events == EventsWarningsOnly:
 		return
-	case l.Events == EventsOnReadyAndWarnings && s.typ != status.TypeReady:
+	case l.Events == EventsOnReadyAndWarnings && (s.typ != status.TypeReady || before.typ == status.TypeReady):
 		return
 	}
 	eventType := corev1.EventTypeNormal

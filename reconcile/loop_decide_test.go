@@ -353,6 +353,44 @@ func TestLoopEventPolicies(t *testing.T) {
 	}
 }
 
+// TestLoopRecordsNoEventWhileAReadyObjectOnlyChangesItsMessage: an object
+// that becomes Ready and is then resized 5 times, its Ready message
+// carrying the replica count, records one event by default (it became
+// Ready), none for the resizes: it stayed Ready. EventsOnTransitions still
+// records every change of the summary.
+func TestLoopRecordsNoEventWhileAReadyObjectOnlyChangesItsMessage(t *testing.T) {
+	for _, tt := range []struct {
+		events reconcile.Events
+		want   int
+	}{
+		{reconcile.EventsOnReadyAndWarnings, 1},
+		{reconcile.EventsOnTransitions, 6},
+	} {
+		t.Run(fmt.Sprint(tt.events), func(t *testing.T) {
+			f, c := newLoopFixture(t)
+			rec := events.NewFakeRecorder(16)
+			f.loop.Recorder = rec
+			f.loop.Events = tt.events
+			req := createWidget(t, c, env.Namespace(t), "resized")
+			for replicas := 1; replicas <= 6; replicas++ {
+				f.loop.Sync = func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+					return reconcile.Progress{Reason: "Deployed", Message: fmt.Sprintf("serving with %d replicas", replicas)}, nil
+				}
+				if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
+					t.Fatal(err)
+				}
+				ready, _ := status.FindCondition(getWidget(t, c, req), status.TypeReady)
+				if want := fmt.Sprintf("serving with %d replicas", replicas); ready.Message != want {
+					t.Fatalf("Ready message %q, want %q: the conditions must still follow", ready.Message, want)
+				}
+			}
+			if got := drainEvents(rec); len(got) != tt.want {
+				t.Errorf("%d events, want %d: %q", len(got), tt.want, got)
+			}
+		})
+	}
+}
+
 // valueWidget implements reconcile.Object by value: a Loop cannot make a
 // new one to read into.
 type valueWidget struct{ *testapi.Widget }

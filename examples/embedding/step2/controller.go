@@ -83,7 +83,7 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 
 	writer := status.Writer{Client: r.Client, APIReader: r.APIReader, FieldOwner: FieldOwner}
 	snapshot := writer.Snapshot(site)
-	err := r.sync(ctx, site)
+	err := r.converge(ctx, site)
 	// Decide once, after recording the outcome: a failed status write joins
 	// the decision instead of being decided again.
 	return r.Policy.DecideWith(ctx, req, ctrl.Result{}, err, func(d requeue.Decision) error {
@@ -102,8 +102,8 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	}).Return()
 }
 
-// sync makes the Website's children what its spec says.
-func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) error {
+// converge makes the Website's children what its spec says.
+func (r *WebsiteReconciler) converge(ctx context.Context, site *webv1.Website) error {
 	if errs := validation.IsDNS1123Subdomain(site.Spec.Hostname); len(errs) > 0 {
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))

@@ -1,6 +1,6 @@
 // Package step5 is the last step of the embedding guide
 // (docs/embedding.md): the reconciler of step4 as a reconcile.Loop. What
-// is left of the reconciler is its business logic, sync, and the cleanup
+// is left of the reconciler is its business logic, converge, and the cleanup
 // of its finalizer; the Loop fetches the Website, keeps the finalizer and
 // runs the cleanup on deletion, sets the conditions and observedGeneration
 // from one decision of its Policy, writes the status only when it changed,
@@ -74,7 +74,7 @@ type WebsiteReconciler struct {
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Loop returns the Website's reconciler: a reconcile.Loop around sync,
+// Loop returns the Website's reconciler: a reconcile.Loop around converge,
 // with the DNS record's cleanup as its finalizer.
 func (r *WebsiteReconciler) Loop() (*reconcile.Loop[*webv1.Website], error) {
 	finalizers := &finalizer.Registry[*webv1.Website]{}
@@ -84,15 +84,15 @@ func (r *WebsiteReconciler) Loop() (*reconcile.Loop[*webv1.Website], error) {
 	loop := &reconcile.Loop[*webv1.Website]{
 		Client:     r.Client,
 		FieldOwner: FieldOwner,
-		Sync:       r.sync,
+		Sync:       r.converge,
 		Finalizers: finalizers,
 		Recorder:   r.Recorder,
 	}
 	return loop, loop.Validate()
 }
 
-// sync makes the Website's children what its spec says.
-func (r *WebsiteReconciler) sync(ctx context.Context, site *webv1.Website) (reconcile.Progress, error) {
+// converge makes the Website's children what its spec says.
+func (r *WebsiteReconciler) converge(ctx context.Context, site *webv1.Website) (reconcile.Progress, error) {
 	if errs := validation.IsDNS1123Subdomain(site.Spec.Hostname); len(errs) > 0 {
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return reconcile.Progress{}, errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
