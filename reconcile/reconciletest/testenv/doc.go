@@ -88,6 +88,28 @@
 //	  kind: Widget
 //	  ...
 //
+// # Beside a Ginkgo suite
+//
+// A kubebuilder project's suite_test.go starts an envtest.Environment of
+// its own in BeforeSuite. Start it in TestMain instead and [Attach] to it,
+// and the Ginkgo specs and the package's Go tests share that one control
+// plane (testenv.Main would start a second); specs pass GinkgoTB() where
+// testenv wants a testing.TB:
+//
+//	func TestMain(m *testing.M) {
+//		testEnv = &envtest.Environment{CRDDirectoryPaths: []string{"../../config/crd/bases"}}
+//		cfg, err := testEnv.Start()
+//		...
+//		env, err = testenv.Attach(testEnv, testenv.Options{AddToScheme: []func(*runtime.Scheme) error{v1.AddToScheme}})
+//		...
+//		code := m.Run()
+//		_ = testEnv.Stop()
+//		os.Exit(code)
+//	}
+//
+// Package internal/ginkgosuite of this one is such a suite, run by the
+// module's tests.
+//
 // # Stale reads on purpose
 //
 // controller-runtime's client reads from an informer cache and writes to

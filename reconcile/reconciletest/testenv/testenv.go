@@ -77,6 +77,8 @@ type Env struct {
 	reason      string
 	te          *envtest.Environment
 	reader      client.Client
+	// attached: te was started by someone else, who stops it.
+	attached bool
 }
 
 // FindAssets returns the directory of the control-plane binaries tests
@@ -108,6 +110,48 @@ func Start(opts Options) (*Env, error) {
 		return nil, err
 	}
 	return env, nil
+}
+
+// Attach returns an Env on a control plane that someone else started and
+// will stop: the envtest.Environment of a Ginkgo suite (a kubebuilder
+// project's suite_test.go), so that its specs and the tests that use the
+// Env share one kube-apiserver and etcd instead of starting two per
+// package. te must be started (te.Config set). opts.AddToScheme builds the
+// Env's scheme (te's scheme is left alone); opts' CRDs are installed too,
+// when te did not install them already. [Env.Stop] forgets the control
+// plane and leaves it running; te's owner stops it. [Env.Kubectl] finds
+// kubectl in te.BinaryAssetsDirectory or, failing that, where [FindAssets]
+// looks.
+func Attach(te *envtest.Environment, opts Options) (*Env, error) {
+	if te == nil || te.Config == nil {
+		return nil, errors.New("testenv: Attach needs a started envtest.Environment (te.Config is nil: call te.Start first)")
+	}
+	s, err := newScheme(opts)
+	if err != nil {
+		return nil, err
+	}
+	if len(opts.CRDDirectoryPaths) > 0 || len(opts.CRDs) > 0 {
+		if _, err := envtest.InstallCRDs(te.Config, envtest.CRDInstallOptions{
+			Paths: opts.CRDDirectoryPaths, CRDs: opts.CRDs, ErrorIfPathMissing: len(opts.CRDDirectoryPaths) > 0, Scheme: s,
+		}); err != nil {
+			return nil, fmt.Errorf("testenv: installing CRDs: %w", err)
+		}
+	}
+	cfg := rest.CopyConfig(te.Config)
+	cfg.QPS, cfg.Burst = 500, 1000
+	reader, err := client.New(cfg, client.Options{Scheme: s})
+	if err != nil {
+		return nil, fmt.Errorf("testenv: client: %w", err)
+	}
+	assets := te.BinaryAssetsDirectory
+	if assets == "" {
+		assets, _ = FindAssets()
+	}
+	e := &Env{Config: cfg, Scheme: s, Assets: assets, te: te, reader: reader, attached: true, waitTimeout: opts.WaitTimeout}
+	if e.waitTimeout <= 0 {
+		e.waitTimeout = DefaultWaitTimeout
+	}
+	return e, nil
 }
 
 func newScheme(opts Options) (*runtime.Scheme, error) {
@@ -165,12 +209,16 @@ func (e *Env) start(opts Options) error {
 
 // Stop stops the control plane; afterwards the Env's methods skip the
 // calling test, as on the zero value. Calling it on an Env that is not
-// running does nothing.
+// running does nothing. An Env of [Attach] only forgets the control plane:
+// whoever started it stops it.
 func (e *Env) Stop() error {
 	if e == nil || e.te == nil {
 		return nil
 	}
-	err := e.te.Stop()
+	var err error
+	if !e.attached {
+		err = e.te.Stop()
+	}
 	e.Config, e.te, e.reader = nil, nil, nil
 	e.reason = "testenv: the control plane was stopped"
 	if err != nil {
