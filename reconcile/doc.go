@@ -46,6 +46,19 @@
 // controller lists that controller's field managers in drift.Replaces (see
 // package drift, "Adopting what another controller wrote").
 //
+// # Conditions a project already has
+//
+// A Loop writes kstatus's Ready, Reconciling and Stalled. A project whose
+// users, tests or dashboards read other types, such as the Available and
+// Degraded that kubebuilder scaffolds, keeps them with [Mirror] instead of
+// setting them by hand beside Ready:
+//
+//	loop.Mirror = reconcile.Mirror{Ready: "Available", Failing: "Degraded"}
+//
+// Available then says what Ready says, and Degraded is True exactly while
+// the object is Stalled or a reported failure is on its conditions, in the
+// same status write.
+//
 // # Event filters
 //
 // Every status write of a Loop is an update event of the object it

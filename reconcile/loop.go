@@ -160,6 +160,10 @@ type Loop[T Object] struct {
 	// Events says which transitions are recorded. The zero value is
 	// [EventsOnReadyAndWarnings].
 	Events Events
+	// Mirror names condition types of the project's own that the loop keeps
+	// in step with Ready and failures, such as kubebuilder's Available and
+	// Degraded. The zero value keeps none.
+	Mirror Mirror
 	// FieldOwner names the operator: the field manager of the loop's status
 	// writes ([status.Writer].FieldOwner) and finalizer patches
 	// ([finalizer.WithFieldOwner]). Required ([Loop.Validate]). Sync should
@@ -197,6 +201,63 @@ type Loop[T Object] struct {
 	invalid       error
 }
 
+// Mirror names condition types of a project's own that a [Loop] keeps in
+// step with the kstatus conditions it writes, for projects whose users,
+// tests or dashboards already read them: kubebuilder scaffolds Available and
+// Degraded. The Loop sets them in the same status write as Ready, with the
+// same rule for LastTransitionTime (it moves only when the status does).
+// kstatus reads only Ready, Reconciling and Stalled, so mirrors change
+// nothing for kubectl wait --for=condition=Ready, Flux or Argo CD, and
+// kubectl wait --for=condition=Available works as well. The zero Mirror
+// keeps none.
+type Mirror struct {
+	// Ready is the type of a condition that says what Ready says: the same
+	// status, reason and message ("Available" in a kubebuilder project).
+	Ready string
+	// Failing is the type of a condition that is True, with the failure's
+	// reason and message, while the object is Stalled or a reported failure
+	// is on its conditions, and False, with Ready's reason, otherwise
+	// ("Degraded" in a kubebuilder project).
+	Failing string
+}
+
+// validate reports a mirror that would overwrite a kstatus condition or
+// name one type twice.
+func (m Mirror) validate() error {
+	for _, t := range []string{m.Ready, m.Failing} {
+		switch t {
+		case status.TypeReady, status.TypeReconciling, status.TypeStalled:
+			return fmt.Errorf("%w: Mirror names %s, a condition the loop writes itself", ErrInvalidLoop, t)
+		}
+	}
+	if m.Ready != "" && m.Ready == m.Failing {
+		return fmt.Errorf("%w: Mirror names %s for both Ready and Failing", ErrInvalidLoop, m.Ready)
+	}
+	return nil
+}
+
+// apply sets the mirrored conditions of obj from its Ready condition;
+// failing says the outcome is a failure (Stalled, or a reported error).
+func (m Mirror) apply(obj status.Setter, failing bool, opts ...status.Option) {
+	if m == (Mirror{}) {
+		return
+	}
+	ready, ok := status.FindCondition(obj, status.TypeReady)
+	if !ok {
+		return
+	}
+	if m.Ready != "" {
+		status.SetCondition(obj, metav1.Condition{Type: m.Ready, Status: ready.Status, Reason: ready.Reason, Message: ready.Message}, opts...)
+	}
+	if m.Failing != "" {
+		c := metav1.Condition{Type: m.Failing, Status: metav1.ConditionFalse, Reason: ready.Reason}
+		if failing {
+			c.Status, c.Message = metav1.ConditionTrue, ready.Message
+		}
+		status.SetCondition(obj, c, opts...)
+	}
+}
+
 // A Loop is a controller-runtime reconciler: Complete(loop) takes it.
 var _ crreconcile.Reconciler = (*Loop[Object])(nil)
 
@@ -209,8 +270,9 @@ const ReasonCleanupFailed = "CleanupFailed"
 var ErrInvalidLoop = errors.New("reconcile: invalid Loop")
 
 // Validate reports a Loop that cannot run: no Client, no Sync, no
-// FieldOwner, or a type T that is not a pointer to a struct (the loop makes
-// a new T for every reconcile). The error wraps [ErrInvalidLoop].
+// FieldOwner, a Mirror that names Ready, Reconciling or Stalled (or one
+// type twice), or a type T that is not a pointer to a struct (the loop
+// makes a new T for every reconcile). The error wraps [ErrInvalidLoop].
 func (l *Loop[T]) Validate() error {
 	switch t := reflect.TypeFor[T](); {
 	case l == nil:
@@ -221,6 +283,8 @@ func (l *Loop[T]) Validate() error {
 		return fmt.Errorf("%w: Client is nil", ErrInvalidLoop)
 	case l.Sync == nil:
 		return fmt.Errorf("%w: Sync is nil", ErrInvalidLoop)
+	case l.Mirror.validate() != nil:
+		return l.Mirror.validate()
 	case l.FieldOwner == "":
 		return fmt.Errorf("%w: FieldOwner is empty: set it to the operator's own name, the field manager of its status writes and finalizer patches (give Sync's drift writes the same)", ErrInvalidLoop)
 	}
@@ -340,12 +404,14 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		default:
 			status.MarkReady(r.obj, p.Reason, p.Message, opts...)
 		}
+		r.l.Mirror.apply(r.obj, p.State == Failed, opts...)
 		status.ObserveGeneration(r.obj)
 	case err == nil:
 		// Every cleanup succeeded: the object is on its way out.
 		return nil
 	case d.Report:
 		status.MarkFailure(r.obj, err, d.Class, opts...)
+		r.l.Mirror.apply(r.obj, true, opts...)
 		status.ObserveGeneration(r.obj)
 	case d.Class == errors.ClassConflict || d.Class == errors.ClassCanceled:
 		// This attempt saw a stale object or is being shut down: its
