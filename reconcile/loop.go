@@ -139,6 +139,14 @@ func (e Events) String() string {
 // use it by pointer and do not copy it after first use. [Loop.Validate]
 // runs once, on the first reconcile; call it while setting up to fail
 // early.
+//
+// A Loop keeps no state of its own beyond its Policy (what it remembers of
+// each request's failures) and Freshness (this process's writes). A
+// reconciler whose struct others build, such as a kubebuilder test's
+// &MemcachedReconciler{Client: c, Scheme: s}, can build its Loop on each
+// call of its Reconcile method, with a requeue.Policy and a
+// freshness.Tracker that live, zero-valued, in its struct: that costs a
+// few allocations and no request (examples/kubebuilder in the module).
 type Loop[T Object] struct {
 	// Client reads the object (usually the manager's cached client) and
 	// writes finalizers and status. Required.
