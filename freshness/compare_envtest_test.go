@@ -162,11 +162,7 @@ func TestAnObjectAnotherWriterCreatesAgainIsNotMistakenForOurs(t *testing.T) {
 			if g == guardFreshness {
 				tracker = &freshness.Tracker{MaxWait: 30 * time.Second}
 			}
-			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: g.options(tracker)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mgr.Run(t)
+			mgr := runManagerIn(t, ns, g, tracker, nil)
 			ctx, c, api := t.Context(), mgr.GetClient(), env.Client(t)
 			key := client.ObjectKey{Namespace: ns, Name: "shared"}
 			// A first read makes the cache (and the guard) watch ConfigMaps.
@@ -216,6 +212,26 @@ func TestAnObjectAnotherWriterCreatesAgainIsNotMistakenForOurs(t *testing.T) {
 	}
 }
 
+// runManager starts a manager of guard g (tracker: see guard.options;
+// delay, when set, makes its cache lag) in a new namespace until the test
+// ends.
+func runManager(t *testing.T, g guard, tracker *freshness.Tracker, delay *reconciletest.CacheDelay) (string, *testenv.Manager) {
+	t.Helper()
+	ns := env.Namespace(t)
+	return ns, runManagerIn(t, ns, g, tracker, delay)
+}
+
+// runManagerIn is runManager in namespace ns.
+func runManagerIn(t *testing.T, ns string, g guard, tracker *freshness.Tracker, delay *reconciletest.CacheDelay) *testenv.Manager {
+	t.Helper()
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: delay, Options: g.options(tracker)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Run(t)
+	return mgr
+}
+
 func key2meta(k client.ObjectKey) metav1.ObjectMeta {
 	return metav1.ObjectMeta{Namespace: k.Namespace, Name: k.Name}
 }
@@ -229,13 +245,7 @@ func key2meta(k client.ObjectKey) metav1.ObjectMeta {
 func TestAReadOfACacheThatDoesNotCatchUp(t *testing.T) {
 	for _, g := range []guard{guardFreshness, guardControllerRuntime} {
 		t.Run(string(g), func(t *testing.T) {
-			ns := env.Namespace(t)
-			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: time.Minute},
-				Options: g.options(&freshness.Tracker{MaxWait: 500 * time.Millisecond})})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mgr.Run(t)
+			ns, mgr := runManager(t, g, &freshness.Tracker{MaxWait: 500 * time.Millisecond}, &reconciletest.CacheDelay{Delay: time.Minute})
 			ctx, c := t.Context(), mgr.GetClient()
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "slow"}}
 			if err := c.Get(ctx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
@@ -246,7 +256,7 @@ func TestAReadOfACacheThatDoesNotCatchUp(t *testing.T) {
 			}
 			readCtx, cancel := context.WithTimeout(ctx, 5*time.Second)
 			defer cancel()
-			err = c.Get(readCtx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
+			err := c.Get(readCtx, client.ObjectKeyFromObject(cm), &corev1.ConfigMap{})
 			switch g {
 			case guardFreshness:
 				if !errors.Is(err, freshness.ErrStale) {
@@ -270,12 +280,7 @@ func TestAReadOfACacheThatDoesNotCatchUp(t *testing.T) {
 func TestAWriteOfAnUncachedKindStartsNoInformer(t *testing.T) {
 	for _, g := range []guard{guardFreshness, guardControllerRuntime} {
 		t.Run(string(g), func(t *testing.T) {
-			ns := env.Namespace(t)
-			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: g.options(nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mgr.Run(t)
+			ns, mgr := runManager(t, g, nil, nil)
 			ctx, c := t.Context(), mgr.GetClient()
 			u := &unstructured.Unstructured{}
 			u.SetAPIVersion("v1")
@@ -316,13 +321,8 @@ func TestAWriteOfAnUncachedKindStartsNoInformer(t *testing.T) {
 func TestDeleteAllOfGoesThrough(t *testing.T) {
 	for _, g := range []guard{guardFreshness, guardControllerRuntime} {
 		t.Run(string(g), func(t *testing.T) {
-			ns := env.Namespace(t)
-			mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: g.options(nil)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			mgr.Run(t)
-			err = mgr.GetClient().DeleteAllOf(t.Context(), &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels{"app": "none"})
+			ns, mgr := runManager(t, g, nil, nil)
+			err := mgr.GetClient().DeleteAllOf(t.Context(), &corev1.ConfigMap{}, client.InNamespace(ns), client.MatchingLabels{"app": "none"})
 			switch {
 			case g == guardFreshness && err != nil:
 				t.Errorf("DeleteAllOf: %v, want it sent", err)
