@@ -38,8 +38,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/config"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -47,6 +49,7 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/freshness"
 )
 
 // leaderElectionID names the Lease the replicas compete for.
@@ -66,8 +69,15 @@ type options struct {
 	renewDeadline           time.Duration
 	retryPeriod             time.Duration
 	workers                 int
+	readYourWrites          string
 	zap                     zap.Options
 }
+
+// The guards --read-your-writes chooses between.
+const (
+	guardFreshness         = "freshness"
+	guardControllerRuntime = "controller-runtime"
+)
 
 func main() {
 	o, err := parseFlags(os.Args[1:], os.Stderr)
@@ -112,6 +122,9 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 		"how often replicas try to acquire or renew the Lease")
 	flags.IntVar(&o.workers, "workers", controller.DefaultWorkers,
 		"how many Ats are reconciled at once")
+	flags.StringVar(&o.readYourWrites, "read-your-writes", guardFreshness,
+		`what keeps a read at least as new as this process's last write: "`+guardFreshness+`" (reconcilekit's Tracker, `+
+			`waiting at most 2s) or "`+guardControllerRuntime+`" (controller-runtime's experimental consistency client; see docs/read-your-writes.md)`)
 	o.zap.BindFlags(flags)
 	flags.Usage = func() {} // on errors too: the caller says what went wrong
 	if err := flags.Parse(args); err != nil {
@@ -134,6 +147,9 @@ func (o *options) validate() error {
 	var errs []error
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
+	}
+	if o.readYourWrites != guardFreshness && o.readYourWrites != guardControllerRuntime {
+		errs = append(errs, fmt.Errorf("--read-your-writes %q: want %q or %q", o.readYourWrites, guardFreshness, guardControllerRuntime))
 	}
 	for _, a := range []struct{ flag, value string }{
 		{"--metrics-bind-address", o.metricsAddr},
@@ -191,7 +207,7 @@ func run(ctx context.Context, o *options) error {
 	if err := atv1.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("registering the At types: %w", err)
 	}
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	mopts := ctrl.Options{
 		Scheme:                  scheme,
 		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
 		HealthProbeBindAddress:  o.probeAddr,
@@ -205,11 +221,24 @@ func run(ctx context.Context, o *options) error {
 		LeaderElectionReleaseOnCancel: true,
 		// Cache only the Pods of Ats, not every Pod of the cluster.
 		Cache: cache.Options{ByObject: controller.CacheByObject()},
-	})
+	}
+	if o.readYourWrites == guardControllerRuntime {
+		// The one line that turns on controller-runtime's guard.
+		mopts.Client.Cache = &client.CacheOptions{EnableReadYourWritesConsistency: ptr.To(true)}
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{Workers: o.workers}); err != nil {
+	copts := controller.Options{Workers: o.workers}
+	if o.readYourWrites == guardControllerRuntime {
+		// Guarded once, not twice: a Tracker without informers over a client
+		// that already waits for its writes never finds a stale read, and
+		// the At and its Loop use it as it is instead of a Tracker that
+		// follows the informers.
+		copts.Client = (&freshness.Tracker{}).Wrap(mgr.GetClient())
+	}
+	if err := controller.SetupWithManager(mgr, copts); err != nil {
 		return fmt.Errorf("setting up the At controller: %w", err)
 	}
 	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
@@ -219,7 +248,7 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("adding the ready check: %w", err)
 	}
 	setupLog.Info("starting the At operator", "leaderElection", o.leaderElect, "leaderElectionNamespace", namespace,
-		"workers", o.workers, "metrics", o.metricsAddr, "probes", o.probeAddr)
+		"workers", o.workers, "readYourWrites", o.readYourWrites, "metrics", o.metricsAddr, "probes", o.probeAddr)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

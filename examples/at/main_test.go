@@ -26,7 +26,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	want := summary{
 		metricsAddr: "127.0.0.1:8080", probeAddr: "127.0.0.1:8081",
 		leaderElect: true, leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
-		workers: controller.DefaultWorkers,
+		workers: controller.DefaultWorkers, readYourWrites: "freshness",
 	}
 	if diff := cmp.Diff(want, summarize(got), cmp.AllowUnexported(summary{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -39,11 +39,12 @@ type summary struct {
 	leaderElect                                   bool
 	leaseDuration, renewDeadline, retryPeriod     time.Duration
 	workers                                       int
+	readYourWrites                                string
 }
 
 func summarize(o *options) summary {
 	return summary{o.kubeconfig, o.metricsAddr, o.probeAddr, o.leaderElectionNamespace,
-		o.leaderElect, o.leaseDuration, o.renewDeadline, o.retryPeriod, o.workers}
+		o.leaderElect, o.leaseDuration, o.renewDeadline, o.retryPeriod, o.workers, o.readYourWrites}
 }
 
 func TestParseFlags(t *testing.T) {
@@ -57,14 +58,20 @@ func TestParseFlags(t *testing.T) {
 			name: "everything set",
 			args: []string{"--kubeconfig", "/tmp/kc", "--metrics-bind-address=0", "--health-probe-bind-address=:9440",
 				"--leader-elect=false", "--leader-election-namespace=ops", "--workers=16",
-				"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s"},
+				"--leader-elect-lease-duration=8s", "--leader-elect-renew-deadline=6s", "--leader-elect-retry-period=1s",
+				"--read-your-writes=controller-runtime"},
 			want: func(s *summary) {
 				*s = summary{kubeconfig: "/tmp/kc", metricsAddr: "0", probeAddr: ":9440", namespace: "ops",
-					leaderElect: false, leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second, workers: 16}
+					leaderElect: false, leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second, workers: 16,
+					readYourWrites: "controller-runtime"}
 			},
 		},
 		{name: "probes disabled", args: []string{"--health-probe-bind-address=0"}, want: func(s *summary) { s.probeAddr = "0" }},
 		{name: "ipv6 metrics", args: []string{"--metrics-bind-address=[::1]:8080"}, want: func(s *summary) { s.metricsAddr = "[::1]:8080" }},
+		{name: "controller-runtime's guard", args: []string{"--read-your-writes=controller-runtime"},
+			want: func(s *summary) { s.readYourWrites = "controller-runtime" }},
+		{name: "an unknown guard", args: []string{"--read-your-writes=both"},
+			wantErr: []string{`--read-your-writes "both": want "freshness" or "controller-runtime"`}},
 		{name: "zero workers", args: []string{"--workers=0"}, wantErr: []string{"--workers must be at least 1, got 0"}},
 		{name: "negative workers", args: []string{"--workers=-3"}, wantErr: []string{"--workers must be at least 1, got -3"}},
 		{name: "workers not a number", args: []string{"--workers=many"}, wantErr: []string{`invalid value "many" for flag -workers`}},
@@ -119,7 +126,7 @@ func TestParseFlagsHelpListsEveryFlag(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parseFlags(-h) error = %v, want flag.ErrHelp", err)
 	}
-	for _, name := range []string{"kubeconfig", "leader-elect", "leader-election-namespace", "workers",
+	for _, name := range []string{"kubeconfig", "leader-elect", "leader-election-namespace", "workers", "read-your-writes",
 		"metrics-bind-address", "health-probe-bind-address", "leader-elect-lease-duration", "zap-log-level"} {
 		if !strings.Contains(out.String(), "-"+name+" ") && !strings.Contains(out.String(), "-"+name+"\n") {
 			t.Errorf("help does not list -%s:\n%s", name, out.String())

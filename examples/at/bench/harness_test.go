@@ -28,6 +28,7 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench/classic"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench/handwritten"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
@@ -42,19 +43,31 @@ func atOf(pod *corev1.Pod) string {
 	return ""
 }
 
-// kind selects one of the two controllers under test.
+// kind selects one of the controllers under test.
 type kind string
 
 const (
+	// classicAt is the naive controller: the floor of a controller that
+	// records nothing.
 	classicAt kind = "classic"
+	// handwrittenAt records what the library's At records, written by hand
+	// on controller-runtime alone: the like-for-like baseline.
+	handwrittenAt kind = "hand-written"
+	// libraryAt is the At operator as it ships (freshness guards its reads).
 	libraryAt kind = "reconcilekit"
+	// upstreamGuardAt is the At operator on controller-runtime's own
+	// read-your-own-writes client (--read-your-writes=controller-runtime).
+	upstreamGuardAt kind = "reconcilekit, controller-runtime's guard"
 )
 
 // controllerName is the name under which controller-runtime counts the
 // controller's reconciles.
 func (k kind) controllerName() string {
-	if k == classicAt {
+	switch k {
+	case classicAt:
 		return classic.Name
+	case handwrittenAt:
+		return handwritten.Name
 	}
 	return "at"
 }
@@ -126,6 +139,8 @@ func startController(tb testing.TB, k kind, ns string, w wiring) *running {
 	switch k {
 	case classicAt:
 		err = (&classic.Reconciler{Client: c, Scheme: mgr.GetScheme()}).SetupWithManager(mgr)
+	case handwrittenAt:
+		err = (&handwritten.Reconciler{Client: c, Scheme: mgr.GetScheme(), Recorder: mgr.GetEventRecorder(handwritten.Name)}).SetupWithManager(mgr)
 	default:
 		var reader client.Reader = mgr.GetAPIReader()
 		if w.readFaults != nil || w.apiReads != nil {

@@ -1,4 +1,4 @@
-package main
+package yardstick
 
 import (
 	"strings"
@@ -27,7 +27,7 @@ func TestParseFlags(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			o, err := parseFlags(tt.args)
+			o, err := Command{Name: "classic", DefaultWorkers: 1}.parseFlags(tt.args)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
 					t.Fatalf("error = %v, want one containing %q", err, tt.wantErr)
