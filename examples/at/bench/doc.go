@@ -1,13 +1,17 @@
-// Package bench measures reconcilekit's At operator against the classic
-// hand-written At controller ([github.com/reconcilekit/reconcilekit/examples/at/bench/classic])
-// on a real API server, and tests that the At operator survives faults,
+// Package bench measures reconcilekit's At operator, like for like, against
+// the same At written by hand on controller-runtime alone
+// ([github.com/reconcilekit/reconcilekit/examples/at/bench/handwritten],
+// recording exactly what the library's At records) and against the naive
+// cnat-style controller that records nothing
+// ([github.com/reconcilekit/reconcilekit/examples/at/bench/classic]), on a
+// real API server, and tests that the At operator survives faults,
 // restarts, concurrent writers and bad input.
 //
 // The measurements and the tests live in this package's test files. The
-// side-by-side benchmark builds both controllers and runs each as its own
-// OS process (the At operator's binary, examples/at, and the classic one's,
-// classic/cmd/classic), with the same flags and workers and leader election
-// on, each authenticated as its own user of an envtest control plane whose
+// benchmark builds the controllers and runs each as its own OS process (the
+// At operator's binary, examples/at, and the yardsticks' commands,
+// handwritten/cmd/handwritten and classic/cmd/classic), in rounds, with the
+// same flags and workers and leader election on, each authenticated as its own user of an envtest control plane whose
 // API server writes an audit log: every request of a controller process,
 // whichever of its clients sent it, is counted from that log by verb,
 // resource and response code, its peak resident memory is read from
@@ -23,8 +27,9 @@
 // [ParseProcStatus] for /proc/<pid>/status, [ParseProcStat] for
 // /proc/<pid>/stat (the control plane's CPU); [SumMetric] for a metrics
 // endpoint), and the arithmetic of the report: [Summarize] turns samples
-// into a [Distribution] (p50, p99, max), [Table] prints a side-by-side
-// markdown table with the ratio of the two columns, and [ParseGoBench] reads
+// into a [Distribution] (p50, p99, max), [Spread] a figure of several
+// rounds into its median and range, [Table] prints a side-by-side markdown
+// table with ratios between its columns, and [ParseGoBench] reads
 // `go test -bench` output so that other packages' micro-benchmarks can be
 // folded into the same report. It does not time anything itself and asserts
 // no timings.

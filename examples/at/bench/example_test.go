@@ -8,22 +8,31 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 )
 
-// Two controllers measured in the same run, printed side by side with the
-// ratio ours / baseline.
+// Three controllers measured in the same run, printed side by side with the
+// ratio of the library's At to the hand-written one.
 func ExampleTable() {
-	baseline := bench.Summarize([]time.Duration{12 * time.Millisecond, 15 * time.Millisecond, 80 * time.Millisecond})
+	handwritten := bench.Summarize([]time.Duration{12 * time.Millisecond, 15 * time.Millisecond, 80 * time.Millisecond})
 	ours := bench.Summarize([]time.Duration{10 * time.Millisecond, 11 * time.Millisecond, 40 * time.Millisecond})
-	t := bench.Table{Baseline: "classic", Ours: "reconcilekit"}
-	t.Add("writes per At", 3, 4, nil)
-	t.Add("Pod created − schedule, p50", baseline.P50.Seconds(), ours.P50.Seconds(), bench.Millis)
-	t.Add("Pod created − schedule, max", baseline.Max.Seconds(), ours.Max.Seconds(), bench.Millis)
+	naive := bench.Summarize([]time.Duration{9 * time.Millisecond, 10 * time.Millisecond, 30 * time.Millisecond})
+	t := bench.Table{Columns: []string{"naive", "hand-written", "reconcilekit"}, Ratios: []bench.Ratio{{Of: 2, Over: 1}}}
+	t.Add("writes per At", nil, 3, 5, 5)
+	t.Add("Pod created − schedule, p50", bench.Millis, naive.P50.Seconds(), handwritten.P50.Seconds(), ours.P50.Seconds())
+	t.Add("Pod created − schedule, max", bench.Millis, naive.Max.Seconds(), handwritten.Max.Seconds(), ours.Max.Seconds())
 	fmt.Print(t.Markdown())
 	// Output:
-	// | metric | classic | reconcilekit | ratio (reconcilekit / classic) |
-	// |---|---:|---:|---:|
-	// | writes per At | 3 | 4 | 1.33 |
-	// | Pod created − schedule, p50 | 15 ms | 11 ms | 0.73 |
-	// | Pod created − schedule, max | 80 ms | 40 ms | 0.50 |
+	// | metric | naive | hand-written | reconcilekit | reconcilekit ÷ hand-written |
+	// |---|---:|---:|---:|---:|
+	// | writes per At | 3 | 5 | 5 | 1.00 |
+	// | Pod created − schedule, p50 | 10 ms | 15 ms | 11 ms | 0.73 |
+	// | Pod created − schedule, max | 30 ms | 80 ms | 40 ms | 0.50 |
+}
+
+// Ratios measured over three rounds are reported as their median and range.
+func ExampleSpread() {
+	median, lo, hi := bench.Spread([]float64{1.10, 0.92, 0.97})
+	fmt.Printf("%.2f (%.2f–%.2f)\n", median, lo, hi)
+	// Output:
+	// 0.97 (0.92–1.10)
 }
 
 // Folding another package's micro-benchmarks into a report.
@@ -39,7 +48,7 @@ PASS`
 	}
 	base := results[0].Metrics["ns/op"]
 	for _, r := range results {
-		fmt.Printf("%s: %s allocs/op, %s× drift.Diff\n", r.Name, bench.Number(r.Metrics["allocs/op"]), bench.Ratio(r.Metrics["ns/op"], base))
+		fmt.Printf("%s: %s allocs/op, %s× drift.Diff\n", r.Name, bench.Number(r.Metrics["allocs/op"]), bench.FormatRatio(r.Metrics["ns/op"], base))
 	}
 	// Output:
 	// BenchmarkCompareChangedImage/drift.Diff: 900 allocs/op, 1.00× drift.Diff

@@ -57,8 +57,19 @@ const (
 	libraryAt kind = "reconcilekit"
 	// upstreamGuardAt is the At operator on controller-runtime's own
 	// read-your-own-writes client (--read-your-writes=controller-runtime).
-	upstreamGuardAt kind = "reconcilekit, controller-runtime's guard"
+	upstreamGuardAt kind = "reconcilekit-upstream-guard"
 )
+
+// heading is the controller's name in the report.
+func (k kind) heading() string {
+	switch k {
+	case classicAt:
+		return "naive (classic)"
+	case upstreamGuardAt:
+		return "reconcilekit on controller-runtime's guard"
+	}
+	return string(k)
+}
 
 // controllerName is the name under which controller-runtime counts the
 // controller's reconciles.

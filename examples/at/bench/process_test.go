@@ -299,9 +299,9 @@ func between(reqs []bench.AuditRequest, from, to time.Time) []bench.AuditRequest
 	return out
 }
 
-// binaries are the two controllers, built once per test.
+// binaries are the controllers, built once per test.
 type binaries struct {
-	classic, at string
+	classic, handwritten, at string
 	// atPprof says how the At binary serves pprof: "flag" (it has
 	// --pprof-bind-address), "overlay" (built with the harness's pprof
 	// listener, see pprofOverlay), or "" (no pprof).
@@ -309,8 +309,9 @@ type binaries struct {
 }
 
 const (
-	atPackage      = "github.com/reconcilekit/reconcilekit/examples/at"
-	classicPackage = "github.com/reconcilekit/reconcilekit/examples/at/bench/classic/cmd/classic"
+	atPackage          = "github.com/reconcilekit/reconcilekit/examples/at"
+	classicPackage     = "github.com/reconcilekit/reconcilekit/examples/at/bench/classic/cmd/classic"
+	handwrittenPackage = "github.com/reconcilekit/reconcilekit/examples/at/bench/handwritten/cmd/handwritten"
 )
 
 // pprofEnv names the environment variable that the overlay's listener
@@ -336,15 +337,16 @@ func init() {
 }
 `
 
-// buildBinaries builds both controllers without -race (they are measured,
+// buildBinaries builds the controllers without -race (they are measured,
 // as they would run in production) into the test's temporary directory.
 // With profiling, an At binary that lacks --pprof-bind-address is built
 // with pprofOverlay.
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
 	dir := tb.TempDir()
-	b := binaries{classic: filepath.Join(dir, "classic"), at: filepath.Join(dir, "at")}
+	b := binaries{classic: filepath.Join(dir, "classic"), handwritten: filepath.Join(dir, "handwritten"), at: filepath.Join(dir, "at")}
 	goBuild(tb, b.classic, classicPackage)
+	goBuild(tb, b.handwritten, handwrittenPackage)
 	goBuild(tb, b.at, atPackage)
 	if !profiling {
 		return b
@@ -388,8 +390,11 @@ func goBuild(tb testing.TB, out, pkg string, flags ...string) {
 
 // leaseID is the name of the controller's leader election Lease.
 func (k kind) leaseID() string {
-	if k == classicAt {
+	switch k {
+	case classicAt:
 		return "classic-at.bench.reconcilekit.dev"
+	case handwrittenAt:
+		return "handwritten-at.bench.reconcilekit.dev"
 	}
 	return "at.cnat.reconcilekit.dev"
 }
@@ -425,17 +430,23 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 	addrs := freeAddrs(tb, 3) // metrics, probes, pprof
 	p := &proc{kind: k, name: name, metrics: addrs[0], done: make(chan struct{})}
 	bin := bins.at
-	if k == classicAt {
+	switch k {
+	case classicAt:
 		bin = bins.classic
+	case handwrittenAt:
+		bin = bins.handwritten
 	}
 	args := []string{"--kubeconfig", o.kubeconfig, "--workers", fmt.Sprint(o.workers),
 		"--leader-elect=true", "--leader-election-namespace", leaseNamespace,
 		"--metrics-bind-address", p.metrics, "--health-probe-bind-address", addrs[1]}
+	if k == upstreamGuardAt {
+		args = append(args, "--read-your-writes=controller-runtime")
+	}
 	var environ []string
 	if o.pprof {
 		p.pprof = addrs[2]
 		switch {
-		case k == classicAt || bins.atPprof == "flag":
+		case k == classicAt || k == handwrittenAt || bins.atPprof == "flag":
 			args = append(args, "--pprof-bind-address", p.pprof)
 		case bins.atPprof == "overlay":
 			environ = append(environ, pprofEnv+"="+p.pprof)

@@ -38,50 +38,86 @@ func rank(sorted []time.Duration, p float64) time.Duration {
 	return sorted[max(i, 0)]
 }
 
-// Row is one line of a [Table]: a metric measured on both controllers.
+// Row is one line of a [Table]: a metric measured on each controller.
 type Row struct {
 	// Metric names what was measured, with its unit ("writes per At").
 	Metric string
-	// Baseline and Ours are the two measurements.
-	Baseline, Ours float64
+	// Values are the measurements, one per column of the table.
+	Values []float64
 	// Format prints a value; nil prints it with up to two decimals.
 	Format func(float64) string
 }
 
-// Table is a side-by-side comparison of two controllers.
+// Ratio names a ratio column of a [Table]: the value of column Of divided by
+// that of column Over, by their indexes in Columns.
+type Ratio struct{ Of, Over int }
+
+// Table compares several controllers side by side: one column per
+// controller, then one column per ratio.
 type Table struct {
-	// Baseline and Ours are the column headings.
-	Baseline, Ours string
+	// Columns are the controllers' headings.
+	Columns []string
+	// Ratios are the ratio columns, printed after the controllers'.
+	Ratios []Ratio
 	// Rows are printed in order.
 	Rows []Row
 }
 
-// Add appends a row.
-func (t *Table) Add(metric string, baseline, ours float64, format func(float64) string) {
-	t.Rows = append(t.Rows, Row{Metric: metric, Baseline: baseline, Ours: ours, Format: format})
+// Add appends a row; values are in the order of Columns.
+func (t *Table) Add(metric string, format func(float64) string, values ...float64) {
+	t.Rows = append(t.Rows, Row{Metric: metric, Values: values, Format: format})
 }
 
-// Markdown renders the table with a ratio column, ours / baseline: below 1
-// means ours is smaller. The ratio is "–" when it is undefined (both zero)
-// and "∞" when only the baseline is zero.
+// Markdown renders the table. A ratio is "–" when it is undefined (both
+// zero) and "∞" when only the divisor is zero; a value missing from a row
+// is "–".
 func (t *Table) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "| metric | %s | %s | ratio (%s / %s) |\n|---|---:|---:|---:|\n",
-		cell(t.Baseline), cell(t.Ours), cell(t.Ours), cell(t.Baseline))
+	b.WriteString("| metric |")
+	for _, c := range t.Columns {
+		fmt.Fprintf(&b, " %s |", cell(c))
+	}
+	for _, r := range t.Ratios {
+		fmt.Fprintf(&b, " %s ÷ %s |", cell(t.heading(r.Of)), cell(t.heading(r.Over)))
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(t.Columns)+len(t.Ratios)) + "\n")
 	for _, r := range t.Rows {
 		f := r.Format
 		if f == nil {
 			f = Number
 		}
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", cell(r.Metric), f(r.Baseline), f(r.Ours), Ratio(r.Ours, r.Baseline))
+		fmt.Fprintf(&b, "| %s |", cell(r.Metric))
+		for i := range t.Columns {
+			if i < len(r.Values) {
+				fmt.Fprintf(&b, " %s |", f(r.Values[i]))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		for _, q := range t.Ratios {
+			if q.Of < len(r.Values) && q.Over < len(r.Values) {
+				fmt.Fprintf(&b, " %s |", FormatRatio(r.Values[q.Of], r.Values[q.Over]))
+			} else {
+				b.WriteString(" – |")
+			}
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }
 
+func (t *Table) heading(i int) string {
+	if i >= 0 && i < len(t.Columns) {
+		return t.Columns[i]
+	}
+	return "?"
+}
+
 func cell(s string) string { return strings.ReplaceAll(s, "|", `\|`) }
 
-// Ratio formats a / b with two decimals, "–" for 0 / 0 and "∞" for x / 0.
-func Ratio(a, b float64) string {
+// FormatRatio formats a / b with two decimals, "–" for 0 / 0 and "∞" for
+// x / 0.
+func FormatRatio(a, b float64) string {
 	switch {
 	case b == 0 && a == 0:
 		return "–"
@@ -89,6 +125,24 @@ func Ratio(a, b float64) string {
 		return "∞"
 	}
 	return strconv.FormatFloat(a/b, 'f', 2, 64)
+}
+
+// Spread is the median of values and their smallest and largest: how a
+// figure measured over several rounds is reported. The median of an even
+// number of values is the mean of the middle two; all zero when values is
+// empty.
+func Spread(values []float64) (median, lo, hi float64) {
+	if len(values) == 0 {
+		return 0, 0, 0
+	}
+	s := slices.Clone(values)
+	slices.Sort(s)
+	m := len(s) / 2
+	median = s[m]
+	if len(s)%2 == 0 {
+		median = (s[m-1] + s[m]) / 2
+	}
+	return median, s[0], s[len(s)-1]
 }
 
 // Number formats v with up to two decimals and no trailing zeros.

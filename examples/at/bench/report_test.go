@@ -2,6 +2,7 @@ package bench_test
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -60,8 +61,8 @@ func TestRatioHandlesZeroes(t *testing.T) {
 		{a: 5, b: 4, want: "1.25"},
 	}
 	for _, tt := range tests {
-		if got := bench.Ratio(tt.a, tt.b); got != tt.want {
-			t.Errorf("Ratio(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
+		if got := bench.FormatRatio(tt.a, tt.b); got != tt.want {
+			t.Errorf("FormatRatio(%v, %v) = %q, want %q", tt.a, tt.b, got, tt.want)
 		}
 	}
 }
@@ -86,15 +87,40 @@ func TestFormatters(t *testing.T) {
 }
 
 func TestTableMarkdownEscapesPipesAndUsesEachRowsFormat(t *testing.T) {
-	tab := bench.Table{Baseline: "old", Ours: "new|er"}
-	tab.Add("writes | per At", 4, 5, nil)
-	tab.Add("time", 2, 1, bench.Millis)
-	want := "| metric | old | new\\|er | ratio (new\\|er / old) |\n" +
-		"|---|---:|---:|---:|\n" +
-		"| writes \\| per At | 4 | 5 | 1.25 |\n" +
-		"| time | 2000 ms | 1000 ms | 0.50 |\n"
+	tab := bench.Table{Columns: []string{"old", "new|er"}, Ratios: []bench.Ratio{{Of: 1, Over: 0}, {Of: 0, Over: 2}}}
+	tab.Add("writes | per At", nil, 4, 5)
+	tab.Add("time", bench.Millis, 2, 1)
+	tab.Add("zero", nil, 0, 0)
+	want := "| metric | old | new\\|er | new\\|er ÷ old | old ÷ ? |\n" +
+		"|---|---:|---:|---:|---:|\n" +
+		"| writes \\| per At | 4 | 5 | 1.25 | – |\n" +
+		"| time | 2000 ms | 1000 ms | 0.50 | – |\n" +
+		"| zero | 0 | 0 | – | – |\n"
 	if diff := cmp.Diff(want, tab.Markdown()); diff != "" {
 		t.Errorf("Markdown (-want +got):\n%s", diff)
+	}
+}
+
+func TestSpreadIsTheMedianAndRangeOfRounds(t *testing.T) {
+	tests := []struct {
+		in          []float64
+		med, lo, hi float64
+	}{
+		{nil, 0, 0, 0},
+		{[]float64{2}, 2, 2, 2},
+		{[]float64{3, 1}, 2, 1, 3},
+		{[]float64{1.1, 0.9, 1.0}, 1.0, 0.9, 1.1},
+		{[]float64{4, 1, 3, 2}, 2.5, 1, 4},
+	}
+	for _, tt := range tests {
+		in := append([]float64(nil), tt.in...)
+		med, lo, hi := bench.Spread(tt.in)
+		if med != tt.med || lo != tt.lo || hi != tt.hi {
+			t.Errorf("Spread(%v) = %v, %v, %v; want %v, %v, %v", tt.in, med, lo, hi, tt.med, tt.lo, tt.hi)
+		}
+		if !slices.Equal(in, tt.in) {
+			t.Errorf("Spread changed its input: %v, was %v", tt.in, in)
+		}
 	}
 }
 

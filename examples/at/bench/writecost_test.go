@@ -316,8 +316,8 @@ func writeCostSection(costs []writeCost, n, rounds int) string {
 		"The At sends a Pod, two status patches with conditions and one event: %s (%s× classic's); without the event, %s (%s×). "+
 		"Compare \"kube-apiserver CPU time per At, (last) schedule → end\" in the scenarios, which adds what the harness's "+
 		"own writes (the kubelet's) and the watches of the run cost.\n",
-		tenthMillis(classic.Seconds()), tenthMillis(ours.Seconds()), bench.Ratio(ours.Seconds(), classic.Seconds()),
-		tenthMillis((ours - event).Seconds()), bench.Ratio((ours-event).Seconds(), classic.Seconds()))
+		tenthMillis(classic.Seconds()), tenthMillis(ours.Seconds()), bench.FormatRatio(ours.Seconds(), classic.Seconds()),
+		tenthMillis((ours - event).Seconds()), bench.FormatRatio((ours-event).Seconds(), classic.Seconds()))
 	return b.String()
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"github.com/google/go-cmp/cmp"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -413,6 +414,42 @@ func TestDeletingARunningAtDeletesItsPodThroughTheFinalizer(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("no %s event", controller.ReasonPodDeleted)
+	}
+}
+
+// TestDeletingARunningAtWithOrphanPropagationStillStopsItsCommand is the
+// guarantee the At's finalizer adds to the Pod's owner reference, and the
+// reason it keeps its two writes per At (docs/cost.md): deleted with
+// --cascade=orphan, an At's Pod would be orphaned by the garbage collector
+// and its command would run on; the finalizer deletes it anyway. (envtest
+// runs no garbage collector, so the At itself stays, held by the "orphan"
+// finalizer only the garbage collector removes.)
+func TestDeletingARunningAtWithOrphanPropagationStillStopsItsCommand(t *testing.T) {
+	c, _ := startManager(t)
+	ns := env.Namespace(t)
+	at := newAt(ns, "orphan-me", rfc3339(time.Now().Add(-time.Second)))
+	if err := c.Create(t.Context(), at); err != nil {
+		t.Fatal(err)
+	}
+	key := client.ObjectKeyFromObject(at)
+	running := waitFor(t, c, key, "RUNNING", func(a *atv1.At) bool { return a.Status.Phase == atv1.PhaseRunning })
+	if err := c.Delete(t.Context(), running, client.PropagationPolicy(metav1.DeletePropagationOrphan)); err != nil {
+		t.Fatal(err)
+	}
+	podKey := client.ObjectKey{Namespace: ns, Name: running.Status.PodName}
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+		pod := &corev1.Pod{}
+		err := c.Get(ctx, podKey, pod)
+		return apierrors.IsNotFound(err) || (err == nil && pod.DeletionTimestamp != nil), nil
+	})
+	if err != nil {
+		t.Fatalf("pod %s still runs after its At was deleted with orphan propagation", podKey.Name)
+	}
+	left := &atv1.At{}
+	if err := c.Get(t.Context(), key, left); err == nil && slices.Contains(left.Finalizers, controller.PodCleanupFinalizer) {
+		waitFor(t, c, key, "the pod-cleanup finalizer removed", func(a *atv1.At) bool {
+			return !slices.Contains(a.Finalizers, controller.PodCleanupFinalizer)
+		})
 	}
 }
 
