@@ -33,6 +33,7 @@ var libraries = map[string]string{
 	"ownership":     "ownership",
 	"drift":         "drift",
 	"freshness":     "freshness",
+	"shard":         "shard",
 	"reconcile":     "reconcile",
 	"reconciletest": "reconcile/reconciletest",
 	"testenv":       "reconcile/reconciletest/testenv",
