@@ -24,6 +24,11 @@
 //     it, or refuses it.
 //   - [Predicate] filters events in the process, for a server that does
 //     not honour the selector: correct, without the memory saving.
+//   - [Member] holds one replica's share of the ranges, each through a
+//     Lease of its own (client-go's leader election), balanced among the
+//     live replicas; it gives up a range only after the work in it has
+//     ended ([Member.Enter], [Guard]), and [Member.Source] hands a range's
+//     objects to its new holder.
 //
 // A replica that holds ranges 0 and 2 of 4:
 //
@@ -35,8 +40,20 @@
 //	// and, unless d.Support is shard.Honoured:
 //	ctrl.NewControllerManagedBy(mgr).For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(held)))
 //
-// Not yet here: holding ranges through Leases and balancing them among
-// replicas, draining a range before its Lease is released, and routing the
-// children a controller owns to its owner's replica. Only the UID is hashed;
-// the server can also hash object.metadata.namespace.
+// Every replica of a controller sharded through Leases, on a server with or
+// without the gate:
+//
+//	m := &shard.Member{Leases: kubernetes.NewForConfigOrDie(cfg).CoordinationV1(),
+//		Namespace: "widgets-system", Name: "widgets", Ranges: 8}
+//	_ = mgr.Add(m)
+//	ctrl.NewControllerManagedBy(mgr).
+//		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(m))).
+//		WatchesRawSource(m.Source(mgr.GetClient(), &v1.WidgetList{})).
+//		Complete(shard.Guard[*v1.Widget](m, mgr.GetClient(), r))
+//
+// Not yet here: caches that follow the ranges a Member holds (today a
+// Member's replica caches every object and filters, as on a server without
+// the gate), and routing the children a controller owns to its owner's
+// replica. Only the UID is hashed; the server can also hash
+// object.metadata.namespace.
 package shard

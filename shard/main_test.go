@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -39,6 +41,8 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	flag.Parse()
+	// The Members log their ranges; the tests say what matters.
+	log.SetLogger(logr.Discard())
 	if f := flag.Lookup("test.fuzz"); f != nil && f.Value.String() != "" {
 		reason = "no control plane for a fuzzing run"
 		return m.Run()

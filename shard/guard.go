@@ -1,0 +1,84 @@
+package shard
+
+import (
+	"context"
+	"reflect"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/runtime"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+)
+
+// Guard returns r, reconciling only the objects of type T in ranges m
+// holds: each request's object is read with reader (the manager's cached
+// client) for its UID; a request for an object of another replica's range
+// is dropped, its holder reconciles it; the others run r under
+// [Member.Enter], so that m gives up a range only after its reconciles have
+// ended, and a reconcile's context ends if m loses the range. A request
+// whose object is gone goes to r as it is, on whichever replica gets it (r
+// finds nothing to do).
+//
+//	ctrl.NewControllerManagedBy(mgr).
+//		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(member))).
+//		WatchesRawSource(member.Source(mgr.GetClient(), &v1.WidgetList{})).
+//		Complete(shard.Guard[*v1.Widget](member, mgr.GetClient(), r))
+func Guard[T client.Object](m *Member, reader client.Reader, r reconcile.Reconciler) reconcile.Reconciler {
+	typ := reflect.TypeFor[T]().Elem()
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+		obj := reflect.New(typ).Interface().(T)
+		if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
+			if apierrors.IsNotFound(err) {
+				return r.Reconcile(ctx, req)
+			}
+			return ctrl.Result{}, err
+		}
+		wctx, done, err := m.Enter(ctx, obj)
+		if err != nil {
+			log.FromContext(ctx).V(1).Info("not this replica's range", "range", rangeOf(m, obj))
+			return ctrl.Result{}, nil
+		}
+		defer done()
+		return r.Reconcile(wctx, req)
+	})
+}
+
+func rangeOf(m *Member, obj client.Object) string {
+	if len(m.ranges) == 0 {
+		return ""
+	}
+	i, _ := Of(obj, len(m.ranges))
+	return m.ranges[i].String()
+}
+
+// Source returns a controller source that, whenever this replica acquires
+// a range, enqueues every object of list's kind in that range, read with
+// reader (the manager's cached client): the new holder reconciles at once
+// what the previous one was reconciling, requeues included. Add it to the
+// controller beside its For (WatchesRawSource).
+func (m *Member) Source(reader client.Reader, list client.ObjectList) source.Source {
+	ch := make(chan event.GenericEvent, 1024)
+	m.onAcquire(func(r Range) {
+		go func() {
+			ctx := context.Background()
+			l := list.DeepCopyObject().(client.ObjectList)
+			if err := reader.List(ctx, l); err != nil {
+				log.FromContext(ctx).Error(err, "listing the objects of an acquired range", "range", r.String())
+				return
+			}
+			_ = meta.EachListItem(l, func(o runtime.Object) error {
+				if obj, ok := o.(client.Object); ok && r.Contains(obj) {
+					ch <- event.GenericEvent{Object: obj}
+				}
+				return nil
+			})
+		}()
+	})
+	return source.Channel(ch, &handler.EnqueueRequestForObject{})
+}

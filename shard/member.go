@@ -1,0 +1,656 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// GroupLabel labels every Lease of a [Member]'s group with the group's
+// Name: the Leases of its ranges and those of its members.
+const GroupLabel = "shard.reconcilekit.dev/group"
+
+// MemberLabel labels the Lease by which a replica says it is alive, with
+// the value "true".
+const MemberLabel = "shard.reconcilekit.dev/member"
+
+// ErrNotHeld is returned by [Member.Enter] for an object whose range this
+// replica does not hold (or is giving up).
+var ErrNotHeld = errors.New("shard: the object's range is not held by this replica")
+
+// Member is one replica's share of a controller's objects: the hash space
+// is split into Ranges ranges ([Split]) and each range is held, by exactly
+// one replica at a time, through a Lease of its own, with client-go's
+// leader election (the same Lease records, renewals and expiry as a
+// manager's leader election). The replicas balance the ranges among
+// themselves: each one also keeps a member Lease renewed, counts the live
+// members, and holds its share, ceil(Ranges / members): a joining replica
+// takes ranges as the others give up what they hold beyond their share, a
+// stopping one gives up all of its ranges at once, and the ranges of one
+// that died move when their Leases expire (LeaseDuration).
+//
+// Fencing: a replica gives up a range only after the work it does in that
+// range has ended. Work enters a range with [Member.Enter] (or through
+// [Guard]); a range being given up admits no new work, waits up to
+// DrainTimeout for the work in it, and only then releases its Lease. A
+// replica that cannot renew a range's Lease within RenewDeadline cancels
+// the context of the work in that range, before the Lease can expire for
+// the others (LeaseDuration is longer than RenewDeadline).
+//
+// Run a Member as a manager Runnable (mgr.Add(m)) on every replica: it
+// does not need the manager's leader election. The zero value is not
+// usable: set Leases, Namespace, Name and Ranges.
+type Member struct {
+	// Leases reads and writes the Leases, usually
+	// kubernetes.NewForConfigOrDie(cfg).CoordinationV1(). Required.
+	Leases coordinationv1client.LeasesGetter
+	// Namespace holds the Leases. Required.
+	Namespace string
+	// Name names the group of replicas (the controller): range i of n is
+	// held through the Lease "<Name>-<i>-of-<n>", and each member keeps a
+	// Lease "<Name>-member-<hash of its Identity>". Required.
+	Name string
+	// Identity names this replica in the Leases; empty means the host
+	// name and a random suffix.
+	Identity string
+	// Ranges is how many ranges the hash space is split into: the most
+	// replicas that can share the work. All replicas must agree on it.
+	// Required, at most MaxRanges.
+	Ranges int
+	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
+	// timings for every range's Lease; zero means 15 s, 10 s and 2 s, as a
+	// manager's. LeaseDuration must be whole seconds and longer than
+	// RenewDeadline, itself longer than 1.2 × RetryPeriod.
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// DrainTimeout is how long a range being given up waits for the work
+	// in it before it releases its Lease anyway; zero means RenewDeadline.
+	DrainTimeout time.Duration
+	// OnChange, when set, is called (from one goroutine at a time) with
+	// the ranges this replica holds whenever they change.
+	OnChange func(held Ranges)
+
+	ranges []Range
+
+	changeMu sync.Mutex // serialises OnChange
+	mu       sync.Mutex
+	held     map[int]*holding
+	electing map[int]*election
+	members  map[string]observed // member Lease name -> last change seen
+	rangeObs map[string]observed // range Lease name -> last change seen
+	leaving  map[int]chan struct{}
+	started  bool
+	acquired []func(Range) // see onAcquire
+}
+
+// holding is a range this replica holds.
+type holding struct {
+	ctx      context.Context // cancelled when the range is lost or given up
+	draining bool
+	inFlight int
+	idle     chan struct{} // closed when draining and inFlight reaches 0
+}
+
+// election is a running leader election for one range.
+type election struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// observed is when this replica last saw a Lease's record change: like
+// leader election, a replica judges expiry by its own clock, from when it
+// saw the record change, never by the writer's timestamps.
+type observed struct {
+	record string
+	at     time.Time
+}
+
+// see records what a replica sees of a Lease now and returns since when
+// its record is unchanged.
+func see(seen map[string]observed, l *coordinationv1.Lease, now time.Time) time.Time {
+	rec := fmt.Sprint(ptr.Deref(l.Spec.HolderIdentity, ""), "/", l.Spec.RenewTime, "/", ptr.Deref(l.Spec.LeaseTransitions, 0))
+	o, ok := seen[l.Name]
+	if !ok || o.record != rec {
+		o = observed{record: rec, at: now}
+		seen[l.Name] = o
+	}
+	return o.at
+}
+
+func (m *Member) validate() error {
+	var errs []error
+	if m.Leases == nil {
+		errs = append(errs, errors.New("Leases is nil"))
+	}
+	if m.Namespace == "" || m.Name == "" {
+		errs = append(errs, errors.New("Namespace and Name are required"))
+	}
+	if err := checkN(m.Ranges); err != nil {
+		errs = append(errs, err)
+	}
+	ld, rd, rp := m.timings()
+	switch {
+	case rp <= 0:
+		errs = append(errs, fmt.Errorf("RetryPeriod must be positive, got %s", rp))
+	case rd <= time.Duration(1.2*float64(rp)):
+		errs = append(errs, fmt.Errorf("RenewDeadline (%s) must be more than 1.2 × RetryPeriod (%s)", rd, rp))
+	case ld <= rd:
+		errs = append(errs, fmt.Errorf("LeaseDuration (%s) must be more than RenewDeadline (%s)", ld, rd))
+	case ld%time.Second != 0:
+		errs = append(errs, fmt.Errorf("LeaseDuration must be whole seconds, got %s", ld))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("shard: invalid Member: %w", err)
+	}
+	return nil
+}
+
+func (m *Member) timings() (leaseDuration, renewDeadline, retryPeriod time.Duration) {
+	leaseDuration, renewDeadline, retryPeriod = m.LeaseDuration, m.RenewDeadline, m.RetryPeriod
+	if leaseDuration == 0 {
+		leaseDuration = 15 * time.Second
+	}
+	if renewDeadline == 0 {
+		renewDeadline = 10 * time.Second
+	}
+	if retryPeriod == 0 {
+		retryPeriod = 2 * time.Second
+	}
+	return leaseDuration, renewDeadline, retryPeriod
+}
+
+// NeedLeaderElection reports false: every replica runs its Member (for a
+// controller-runtime manager).
+func (m *Member) NeedLeaderElection() bool { return false }
+
+// Start runs the member until ctx ends: it keeps its member Lease renewed
+// and holds its share of the ranges. When ctx ends it gives up every range
+// (drained, then released) and deletes its member Lease, so that the other
+// replicas take its ranges at once. A Member starts once.
+func (m *Member) Start(ctx context.Context) error {
+	if err := m.validate(); err != nil {
+		return err
+	}
+	m.mu.Lock()
+	if m.started {
+		m.mu.Unlock()
+		return errors.New("shard: a Member starts once")
+	}
+	m.started = true
+	m.ranges, _ = Split(m.Ranges)
+	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
+	m.members, m.rangeObs = map[string]observed{}, map[string]observed{}
+	if m.Identity == "" {
+		host, _ := os.Hostname()
+		m.Identity = host + "_" + strconv.FormatUint(rand.Uint64(), 36)
+	}
+	m.mu.Unlock()
+	logger := log.FromContext(ctx).WithValues("shardGroup", m.Name, "identity", m.Identity)
+	ctx = log.IntoContext(ctx, logger)
+
+	_, _, retry := m.timings()
+	wait.JitterUntilWithContext(ctx, m.balance, retry, 0.2, true)
+
+	// Stopping: give up every range, then say we are gone.
+	m.mu.Lock()
+	var leaving []chan struct{}
+	for i := range m.electing {
+		leaving = append(leaving, m.leave(context.WithoutCancel(ctx), i))
+	}
+	for _, done := range m.leaving {
+		leaving = append(leaving, done)
+	}
+	m.mu.Unlock()
+	for _, done := range leaving {
+		<-done
+	}
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry)
+	defer cancel()
+	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
+	}
+	return nil
+}
+
+// balance is one round: renew the member Lease, count the live members,
+// and take or give up ranges towards this replica's share.
+func (m *Member) balance(ctx context.Context) {
+	logger := log.FromContext(ctx)
+	if err := m.renewMember(ctx); err != nil {
+		logger.Info("could not renew the member Lease", "error", err)
+	}
+	leases, err := m.Leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.Name})
+	if err != nil {
+		logger.Info("could not list the group's Leases", "error", err)
+		return
+	}
+	now := time.Now()
+	ld, _, _ := m.timings()
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	live := 0
+	seen := map[string]bool{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		seen[l.Name] = true
+		if l.Labels[MemberLabel] != "true" {
+			continue
+		}
+		if l.Name == m.memberLease() || now.Sub(see(m.members, l, now)) < ld {
+			live++
+		}
+	}
+	for _, obs := range []map[string]observed{m.members, m.rangeObs} {
+		for name := range obs {
+			if !seen[name] {
+				delete(obs, name)
+			}
+		}
+	}
+	if !seen[m.memberLease()] {
+		live++ // our own, not listed yet
+	}
+	// A range is free when its Lease does not exist, has no holder, or
+	// has not changed for a lease duration by this replica's clock
+	// (expired: its holder is gone or cut off).
+	taken := map[int]bool{}
+	expired := map[int]*coordinationv1.Lease{}
+	for i := range leases.Items {
+		l := &leases.Items[i]
+		idx, ok := m.rangeIndex(l.Name)
+		if !ok || l.Labels[MemberLabel] == "true" {
+			continue
+		}
+		since := see(m.rangeObs, l, now)
+		switch holder := ptr.Deref(l.Spec.HolderIdentity, ""); {
+		case holder == "":
+		case holder != m.Identity && now.Sub(since) >= ld:
+			expired[idx] = l
+		default:
+			taken[idx] = true
+		}
+	}
+	share := (len(m.ranges) + live - 1) / live
+	var mine, trying []int
+	for i := range m.electing {
+		switch {
+		case m.leaving[i] != nil:
+		case m.held[i] != nil:
+			mine = append(mine, i)
+		default:
+			trying = append(trying, i)
+		}
+	}
+	sort.Ints(mine)
+	if len(mine) > share {
+		for _, i := range mine[share:] {
+			logger.Info("giving up a range beyond this replica's share", "range", m.ranges[i].String(), "members", live, "share", share)
+			m.leave(ctx, i)
+		}
+		mine = mine[:share]
+	}
+	// Stop trying for ranges another replica holds, or beyond the share.
+	active := 0
+	for _, i := range trying {
+		if taken[i] || len(mine)+active >= share {
+			m.leave(ctx, i)
+			continue
+		}
+		active++
+	}
+	// Try for free ranges while under the share, in this replica's own
+	// order of preference, so that replicas try for different ranges.
+	want := share - len(mine) - active
+	for _, i := range m.preference() {
+		if want <= 0 {
+			break
+		}
+		if m.electing[i] != nil || m.leaving[i] != nil || taken[i] {
+			continue
+		}
+		if l := expired[i]; l != nil && !m.takeOver(ctx, i, l) {
+			continue
+		}
+		m.elect(ctx, i)
+		want--
+	}
+}
+
+// takeOver makes this replica the holder of range i's expired Lease l (one
+// this replica has seen unchanged for a lease duration), with the Lease's
+// resourceVersion as the guard against another replica doing the same, so
+// that its leader election renews it at once instead of observing it for
+// another lease duration. Called with m.mu held.
+func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) bool {
+	now := metav1.NewMicroTime(time.Now())
+	next := l.DeepCopy()
+	next.Spec.HolderIdentity = ptr.To(m.Identity)
+	next.Spec.AcquireTime, next.Spec.RenewTime = &now, &now
+	next.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
+	ld, _, _ := m.timings()
+	next.Spec.LeaseDurationSeconds = ptr.To(int32(ld / time.Second))
+	if _, err := m.Leases.Leases(m.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+		log.FromContext(ctx).V(1).Info("could not take over an expired range Lease", "range", m.ranges[i].String(), "error", err)
+		return false
+	}
+	log.FromContext(ctx).Info("took over an expired range Lease", "range", m.ranges[i].String(), "previousHolder", ptr.Deref(l.Spec.HolderIdentity, ""))
+	return true
+}
+
+// rangeIndex returns the index of the range whose Lease is named name.
+func (m *Member) rangeIndex(name string) (int, bool) {
+	var i, n int
+	if _, err := fmt.Sscanf(strings.TrimPrefix(name, m.Name+"-"), "%d-of-%d", &i, &n); err != nil || n != len(m.ranges) || i < 0 || i >= n {
+		return 0, false
+	}
+	return i, m.rangeLease(i) == name
+}
+
+// preference orders the ranges by a hash of this replica's identity and
+// the range's index.
+func (m *Member) preference() []int {
+	order := make([]int, len(m.ranges))
+	keys := make([]uint64, len(m.ranges))
+	for i := range order {
+		order[i] = i
+		h := fnv.New64a()
+		fmt.Fprintf(h, "%s/%d", m.Identity, i)
+		keys[i] = h.Sum64()
+	}
+	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
+	return order
+}
+
+// elect starts leader election for range i. Called with m.mu held.
+func (m *Member) elect(ctx context.Context, i int) {
+	ld, rd, rp := m.timings()
+	// Only leave stops an election: stopping the Member drains and
+	// releases each range first.
+	ectx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e := &election{cancel: cancel, done: make(chan struct{})}
+	m.electing[i] = e
+	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          m.lock(i),
+		LeaseDuration: ld,
+		RenewDeadline: rd,
+		RetryPeriod:   rp,
+		// Released by leave, once the range's work has drained: on a
+		// failed renewal the Lease is left to expire.
+		ReleaseOnCancel: false,
+		Name:            m.rangeLease(i),
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: func(lctx context.Context) { m.acquire(lctx, i) },
+			OnStoppedLeading: func() {},
+		},
+	})
+	if err != nil {
+		cancel()
+		close(e.done)
+		delete(m.electing, i)
+		log.FromContext(ctx).Error(err, "cannot elect for a range", "range", i)
+		return
+	}
+	go func() {
+		defer close(e.done)
+		le.Run(ectx)
+		m.lose(i)
+		m.mu.Lock()
+		if m.electing[i] == e {
+			delete(m.electing, i)
+		}
+		m.mu.Unlock()
+	}()
+}
+
+// acquire records that range i is held, until ctx ends.
+func (m *Member) acquire(ctx context.Context, i int) {
+	m.mu.Lock()
+	m.held[i] = &holding{ctx: ctx}
+	hooks := slices.Clone(m.acquired)
+	m.mu.Unlock()
+	log.FromContext(ctx).Info("holding a range", "range", m.ranges[i].String())
+	m.changed()
+	for _, f := range hooks {
+		f(m.ranges[i])
+	}
+}
+
+// lose records that range i is no longer held.
+func (m *Member) lose(i int) {
+	m.mu.Lock()
+	h := m.held[i]
+	delete(m.held, i)
+	m.mu.Unlock()
+	if h != nil {
+		m.changed()
+	}
+}
+
+// leave starts giving up range i (held, or being tried for): no new work
+// enters it at once; in the background, the work in it drains (up to
+// DrainTimeout), the election stops, and the Lease is released. It returns
+// a channel closed when that is done. Called with m.mu held.
+func (m *Member) leave(ctx context.Context, i int) chan struct{} {
+	if done := m.leaving[i]; done != nil {
+		return done
+	}
+	done := make(chan struct{})
+	e := m.electing[i]
+	if e == nil {
+		close(done)
+		return done
+	}
+	m.leaving[i] = done
+	h := m.held[i]
+	if h != nil && !h.draining {
+		h.draining = true
+		h.idle = make(chan struct{})
+		if h.inFlight == 0 {
+			close(h.idle)
+		}
+	}
+	go func() {
+		defer func() {
+			m.mu.Lock()
+			delete(m.leaving, i)
+			m.mu.Unlock()
+			close(done)
+		}()
+		if h != nil {
+			m.changed()
+			_, rd, _ := m.timings()
+			drain := m.DrainTimeout
+			if drain <= 0 {
+				drain = rd
+			}
+			select {
+			case <-h.idle:
+			case <-time.After(drain):
+				log.FromContext(ctx).Info("releasing a range whose work did not drain in time; its work's contexts are cancelled",
+					"range", m.ranges[i].String(), "drainTimeout", drain)
+			}
+		}
+		e.cancel()
+		<-e.done
+		if h == nil {
+			return
+		}
+		_, rd, _ := m.timings()
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rd)
+		defer cancel()
+		if err := m.release(rctx, i); err != nil {
+			log.FromContext(ctx).Info("could not release a range's Lease; it expires on its own", "range", m.ranges[i].String(), "error", err)
+		}
+	}()
+	return done
+}
+
+// release empties the holder of range i's Lease if this replica holds it,
+// as leader election's ReleaseOnCancel does.
+func (m *Member) release(ctx context.Context, i int) error {
+	lock := m.lock(i)
+	rec, _, err := lock.Get(ctx)
+	if err != nil {
+		return err
+	}
+	if rec.HolderIdentity != m.Identity {
+		return nil
+	}
+	now := metav1.NewTime(time.Now())
+	return lock.Update(ctx, resourcelock.LeaderElectionRecord{
+		LeaderTransitions:    rec.LeaderTransitions,
+		LeaseDurationSeconds: 1,
+		RenewTime:            now,
+		AcquireTime:          now,
+	})
+}
+
+// renewMember creates or renews this replica's member Lease.
+func (m *Member) renewMember(ctx context.Context) error {
+	ld, _, _ := m.timings()
+	now := metav1.NewMicroTime(time.Now())
+	leases := m.Leases.Leases(m.Namespace)
+	l, err := leases.Get(ctx, m.memberLease(), metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		_, err = leases.Create(ctx, &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: m.memberLease(), Namespace: m.Namespace,
+				Labels: map[string]string{GroupLabel: m.Name, MemberLabel: "true"}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.Identity), RenewTime: &now, AcquireTime: &now,
+				LeaseDurationSeconds: ptr.To(int32(ld / time.Second))},
+		}, metav1.CreateOptions{})
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	l.Spec.RenewTime = &now
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
+}
+
+func (m *Member) lock(i int) *resourcelock.LeaseLock {
+	return &resourcelock.LeaseLock{
+		LeaseMeta:  metav1.ObjectMeta{Name: m.rangeLease(i), Namespace: m.Namespace},
+		Client:     m.Leases,
+		LockConfig: resourcelock.ResourceLockConfig{Identity: m.Identity},
+		Labels:     map[string]string{GroupLabel: m.Name},
+	}
+}
+
+func (m *Member) rangeLease(i int) string {
+	return fmt.Sprintf("%s-%d-of-%d", m.Name, i, len(m.ranges))
+}
+
+func (m *Member) memberLease() string {
+	h := fnv.New64a()
+	h.Write([]byte(m.Identity))
+	return fmt.Sprintf("%s-member-%016x", m.Name, h.Sum64())
+}
+
+func (m *Member) changed() {
+	if m.OnChange != nil {
+		m.changeMu.Lock()
+		defer m.changeMu.Unlock()
+		m.OnChange(m.Held())
+	}
+}
+
+// Held returns the ranges this replica holds and admits work in (not
+// those it is giving up), in order.
+func (m *Member) Held() Ranges {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var out Ranges
+	for i, r := range m.ranges {
+		if h := m.held[i]; h != nil && !h.draining && h.ctx.Err() == nil {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// Contains reports whether obj is in a range this replica holds and
+// admits work in: a Member is a [Selection], for [Predicate].
+func (m *Member) Contains(obj client.Object) bool {
+	h := m.holdingOf(obj)
+	return h != nil
+}
+
+// holdingOf returns the holding of obj's range if it admits work.
+// Called without m.mu.
+func (m *Member) holdingOf(obj client.Object) *holding {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.admitting(obj)
+}
+
+func (m *Member) admitting(obj client.Object) *holding {
+	if len(m.ranges) == 0 {
+		return nil
+	}
+	i, _ := Of(obj, len(m.ranges))
+	h := m.held[i]
+	if h == nil || h.draining || h.ctx.Err() != nil {
+		return nil
+	}
+	return h
+}
+
+// Enter admits work on obj if this replica holds obj's range: it returns a
+// context that ends with ctx or when the range is lost, and done, which
+// the work must call when it ends (a range is released only after every
+// done of its work, or DrainTimeout). For an object of a range this
+// replica does not hold, or is giving up, it returns ErrNotHeld.
+func (m *Member) Enter(ctx context.Context, obj client.Object) (context.Context, func(), error) {
+	m.mu.Lock()
+	h := m.admitting(obj)
+	if h == nil {
+		m.mu.Unlock()
+		return ctx, func() {}, ErrNotHeld
+	}
+	h.inFlight++
+	m.mu.Unlock()
+	wctx, cancel := context.WithCancel(ctx)
+	stop := context.AfterFunc(h.ctx, cancel)
+	var once sync.Once
+	return wctx, func() {
+		once.Do(func() {
+			stop()
+			cancel()
+			m.mu.Lock()
+			h.inFlight--
+			if h.draining && h.inFlight == 0 {
+				close(h.idle)
+			}
+			m.mu.Unlock()
+		})
+	}, nil
+}
+
+// onAcquire registers f to be called with each range this replica
+// acquires, after it is held.
+func (m *Member) onAcquire(f func(Range)) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.acquired = append(m.acquired, f)
+}
