@@ -389,7 +389,7 @@ func startKubelet(tb testing.TB, ns string, delay time.Duration) *kubelet {
 func startKubeletOn(tb testing.TB, wc client.WithWatch, ns string, delay time.Duration) *kubelet {
 	tb.Helper()
 	k := &kubelet{c: wc, delay: delay, held: map[string]bool{}, pods: map[string]map[types.UID]bool{},
-		names: map[string]string{}, busy: map[types.UID]bool{}, work: make(chan seenPod, 4096)}
+		names: map[string]string{}, busy: map[types.UID]bool{}, work: make(chan seenPod, 1<<16)}
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	for range 6 {
