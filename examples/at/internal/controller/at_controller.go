@@ -35,6 +35,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
@@ -43,6 +44,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/requeue"
+	"github.com/reconcilekit/reconcilekit/shard"
 )
 
 // Name is the controller's name: its field manager and event source.
@@ -95,6 +97,14 @@ type Options struct {
 	// the workqueue never hands one At to two workers). Zero means
 	// [DefaultWorkers].
 	Workers int
+	// Shard, when set, shares the Ats among the replicas that run the
+	// controller: this one reconciles only the Ats of the ranges the Member
+	// holds ([shard.Guard]), picks up the Ats of a range it acquires
+	// ([shard.Member.Source]), and never acts on an At of a range it is
+	// giving up. Add the Member to the manager too (mgr.Add), and turn the
+	// manager's leader election off: every replica works. Nil means one
+	// replica reconciles every At.
+	Shard *shard.Member
 }
 
 // FirstStatusWithin is how soon after its creation an At must fall due for
@@ -203,12 +213,22 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	if workers <= 0 {
 		workers = DefaultWorkers
 	}
-	return ctrl.NewControllerManagedBy(mgr).
-		For(&atv1.At{}, builder.WithPredicates(reconcile.Predicate())).
+	ats := reconcile.Predicate()
+	var r crreconcile.Reconciler = loop
+	b := ctrl.NewControllerManagedBy(mgr)
+	if o.Shard != nil {
+		// A Pod's events reach every replica (each caches the Pods of
+		// Ats) and map to their At, which Guard hands to its range's
+		// holder only.
+		ats = predicate.And(ats, shard.Predicate(o.Shard))
+		b = b.WatchesRawSource(o.Shard.Source(mgr.GetClient(), &atv1.AtList{}))
+		r = shard.Guard[*atv1.At](o.Shard, mgr.GetClient(), loop)
+	}
+	return b.For(&atv1.At{}, builder.WithPredicates(ats)).
 		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished())).
 		Named("at").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
-		Complete(loop)
+		Complete(r)
 }
 
 // sync moves an At through PENDING -> RUNNING -> DONE and reports how far

@@ -1,0 +1,269 @@
+package controller_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
+	"github.com/reconcilekit/reconcilekit/shard"
+)
+
+// write is one accepted write of a replica, attributed to an At.
+type write struct {
+	replica, at, what string
+	when              time.Time
+}
+
+// writeLog records the accepted writes of every replica.
+type writeLog struct {
+	mu     sync.Mutex
+	writes []write
+}
+
+// wrap records c's accepted writes as replica's: an At's own writes by its
+// name, a Pod's create by its At (the Pod's controller).
+func (l *writeLog) wrap(replica string, c client.WithWatch) client.WithWatch {
+	record := func(obj client.Object, what string) {
+		name := obj.GetName()
+		if pod, ok := obj.(*corev1.Pod); ok {
+			name = ""
+			if ref := metav1GetController(pod); ref != "" {
+				name = ref
+			}
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.writes = append(l.writes, write{replica: replica, at: name, what: what, when: time.Now()})
+	}
+	return interceptor.NewClient(c, interceptor.Funcs{
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			err := c.Create(ctx, obj, opts...)
+			if err == nil {
+				record(obj, "create")
+			}
+			return err
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			err := c.Patch(ctx, obj, p, opts...)
+			if err == nil {
+				record(obj, "patch")
+			}
+			return err
+		},
+		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+			err := c.Update(ctx, obj, opts...)
+			if err == nil {
+				record(obj, "update")
+			}
+			return err
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			err := c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			if err == nil {
+				record(obj, "patch "+sub)
+			}
+			return err
+		},
+	})
+}
+
+func metav1GetController(pod *corev1.Pod) string {
+	for _, ref := range pod.OwnerReferences {
+		if ptr.Deref(ref.Controller, false) {
+			return ref.Name
+		}
+	}
+	return ""
+}
+
+// TestThreeReplicasShareTheAtsAndEachIsWrittenByOneAtATime runs the At
+// controller sharded over six ranges on three replicas (each its own
+// manager, Member and client), 150 Ats due at one instant; while they run,
+// one replica stops gracefully and a fourth joins. Every At ends DONE with
+// exactly one Pod; every write to an At (finalizer, status) and every Pod
+// create comes from the replica that held the At's range at the time: an
+// At's writes, in time order, come from one replica, then possibly from
+// the next holder of its range, never back and forth.
+func TestThreeReplicasShareTheAtsAndEachIsWrittenByOneAtATime(t *testing.T) {
+	c := env.Client(t)
+	ns := env.Namespace(t)
+	managerMu.Lock()
+	defer managerMu.Unlock()
+	leases, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	log := &writeLog{}
+	type replica struct {
+		m    *shard.Member
+		stop func()
+	}
+	start := func(name string) *replica {
+		t.Helper()
+		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+			Scheme:     env.Scheme,
+			Metrics:    metricsserver.Options{BindAddress: "0"},
+			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+			Cache:      cache.Options{ByObject: controller.CacheByObject(), DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := &shard.Member{Leases: leases.CoordinationV1(), Namespace: ns, Name: "at", Identity: name, Ranges: 6,
+			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
+		if err := mgr.Add(m); err != nil {
+			t.Fatal(err)
+		}
+		wc := log.wrap(name, withWatch{mgr.GetClient()})
+		if err := controller.SetupWithManager(mgr, controller.Options{Client: wc, Shard: m}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- mgr.Start(ctx) }()
+		r := &replica{m: m}
+		var once sync.Once
+		r.stop = func() {
+			once.Do(func() {
+				cancel()
+				if err := <-done; err != nil {
+					t.Errorf("manager of %s: %v", name, err)
+				}
+			})
+		}
+		t.Cleanup(r.stop)
+		return r
+	}
+	replicas := map[string]*replica{}
+	for _, n := range []string{"a", "b", "c"} {
+		replicas[n] = start(n)
+	}
+	waitShares := func(names ...string) {
+		t.Helper()
+		err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			total := 0
+			for _, n := range names {
+				total += len(replicas[n].m.Held())
+			}
+			return total == 6, nil
+		})
+		if err != nil {
+			t.Fatalf("the replicas %v never held the 6 ranges between them", names)
+		}
+	}
+	waitShares("a", "b", "c")
+
+	// A kubelet: each Pod finishes a moment after it appears.
+	kctx, kcancel := context.WithCancel(context.Background())
+	defer kcancel()
+	go func() {
+		for kctx.Err() == nil {
+			var pods corev1.PodList
+			if c.List(kctx, &pods, client.InNamespace(ns)) == nil {
+				for i := range pods.Items {
+					if !podtest.Finished(&pods.Items[i]) {
+						podtest.Complete(kctx, c, &pods.Items[i])
+					}
+				}
+			}
+			time.Sleep(300 * time.Millisecond)
+		}
+	}()
+
+	const n = 150
+	due := time.Now().Add(3 * time.Second)
+	for i := range n {
+		if err := c.Create(t.Context(), newAt(ns, fmt.Sprintf("at-%03d", i), due.UTC().Format(time.RFC3339Nano))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	time.Sleep(time.Until(due) + 500*time.Millisecond)
+	replicas["c"].stop() // graceful: drains, releases its ranges
+	replicas["d"] = start("d")
+
+	err = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		var ats atv1.AtList
+		if err := c.List(ctx, &ats, client.InNamespace(ns)); err != nil {
+			return false, nil
+		}
+		for _, at := range ats.Items {
+			if at.Status.Phase != atv1.PhaseDone {
+				return false, nil
+			}
+		}
+		return len(ats.Items) == n, nil
+	})
+	if err != nil {
+		t.Fatalf("not every At is DONE")
+	}
+	var pods corev1.PodList
+	if err := c.List(t.Context(), &pods, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	podsOf := map[string]int{}
+	for i := range pods.Items {
+		podsOf[metav1GetController(&pods.Items[i])]++
+	}
+	log.mu.Lock()
+	defer log.mu.Unlock()
+	byAt := map[string][]write{}
+	creates := map[string]int{}
+	for _, w := range log.writes {
+		byAt[w.at] = append(byAt[w.at], w)
+		if w.what == "create" {
+			creates[w.at]++
+		}
+	}
+	moved := 0
+	for i := range n {
+		name := fmt.Sprintf("at-%03d", i)
+		if podsOf[name] != 1 || creates[name] != 1 {
+			t.Errorf("At %s: %d Pods, %d Pod creates; want 1 and 1", name, podsOf[name], creates[name])
+		}
+		// In time order, an At's writers form one run per replica: a
+		// range changes hands once, after its holder's last write.
+		ws := slices.SortedFunc(slices.Values(byAt[name]), func(a, b write) int { return a.when.Compare(b.when) })
+		var runs []string
+		for _, w := range ws {
+			if len(runs) == 0 || runs[len(runs)-1] != w.replica {
+				runs = append(runs, w.replica)
+			}
+		}
+		if len(runs) > 1 {
+			moved++
+		}
+		for i, r := range runs {
+			if slices.Contains(runs[i+1:], r) {
+				t.Errorf("At %s: writes interleaved between replicas %v: %v", name, runs, ws)
+				break
+			}
+		}
+	}
+	t.Logf("%d Ats, %d writes; %d Ats changed hands (c stopped, d joined)", n, len(log.writes), moved)
+}
+
+// withWatch lets a manager's client go through interceptor.NewClient; the
+// controller never watches through it.
+type withWatch struct{ client.Client }
+
+func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
+	return nil, fmt.Errorf("watch is not supported")
+}
