@@ -36,6 +36,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/utils/ptr"
@@ -50,6 +51,7 @@ import (
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
 	"github.com/reconcilekit/reconcilekit/freshness"
+	"github.com/reconcilekit/reconcilekit/shard"
 )
 
 // leaderElectionID names the Lease the replicas compete for.
@@ -70,6 +72,7 @@ type options struct {
 	retryPeriod             time.Duration
 	workers                 int
 	readYourWrites          string
+	shards                  int
 	zap                     zap.Options
 }
 
@@ -125,6 +128,9 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	flags.StringVar(&o.readYourWrites, "read-your-writes", guardFreshness,
 		`what keeps a read at least as new as this process's last write: "`+guardFreshness+`" (reconcilekit's Tracker, `+
 			`waiting at most 2s) or "`+guardControllerRuntime+`" (controller-runtime's experimental consistency client; see docs/read-your-writes.md)`)
+	flags.IntVar(&o.shards, "shards", 0,
+		"share the Ats among every running replica, split into this many ranges, each held through a Lease in the "+
+			"leader election namespace (docs/sharding.md); 0 runs one leader, as --leader-elect says")
 	o.zap.BindFlags(flags)
 	flags.Usage = func() {} // on errors too: the caller says what went wrong
 	if err := flags.Parse(args); err != nil {
@@ -147,6 +153,9 @@ func (o *options) validate() error {
 	var errs []error
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
+	}
+	if o.shards < 0 || o.shards > shard.MaxRanges {
+		errs = append(errs, fmt.Errorf("--shards must be between 0 and %d, got %d", shard.MaxRanges, o.shards))
 	}
 	if o.readYourWrites != guardFreshness && o.readYourWrites != guardControllerRuntime {
 		errs = append(errs, fmt.Errorf("--read-your-writes %q: want %q or %q", o.readYourWrites, guardFreshness, guardControllerRuntime))
@@ -194,7 +203,7 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("no cluster to talk to: %w", err)
 	}
 	namespace := o.leaderElectionNamespace
-	if o.leaderElect && namespace == "" {
+	if (o.leaderElect || o.shards > 0) && namespace == "" {
 		if namespace, err = defaultLeaderElectionNamespace(o.kubeconfig, inClusterNamespaceFile); err != nil {
 			return fmt.Errorf("finding the leader election namespace (set --leader-election-namespace): %w", err)
 		}
@@ -208,10 +217,12 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("registering the At types: %w", err)
 	}
 	mopts := ctrl.Options{
-		Scheme:                  scheme,
-		Metrics:                 metricsserver.Options{BindAddress: o.metricsAddr},
-		HealthProbeBindAddress:  o.probeAddr,
-		LeaderElection:          o.leaderElect,
+		Scheme:                 scheme,
+		Metrics:                metricsserver.Options{BindAddress: o.metricsAddr},
+		HealthProbeBindAddress: o.probeAddr,
+		// Sharded, every replica works: its Member holds its share of the
+		// ranges instead of one leader holding everything.
+		LeaderElection:          o.leaderElect && o.shards == 0,
 		LeaderElectionID:        leaderElectionID,
 		LeaderElectionNamespace: namespace,
 		LeaseDuration:           &o.leaseDuration,
@@ -231,6 +242,18 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("creating the manager: %w", err)
 	}
 	copts := controller.Options{Workers: o.workers}
+	if o.shards > 0 {
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			return fmt.Errorf("a client for the shard Leases: %w", err)
+		}
+		copts.Shard = &shard.Member{Leases: cs.CoordinationV1(), Namespace: namespace, Name: "at", Ranges: o.shards,
+			LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
+			OnChange: func(held shard.Ranges) { setupLog.Info("ranges held", "ranges", held.String()) }}
+		if err := mgr.Add(copts.Shard); err != nil {
+			return fmt.Errorf("adding the shard member: %w", err)
+		}
+	}
 	if o.readYourWrites == guardControllerRuntime {
 		// Guarded once, not twice: a Tracker without informers over a client
 		// that already waits for its writes never finds a stale read, and
@@ -248,7 +271,7 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("adding the ready check: %w", err)
 	}
 	setupLog.Info("starting the At operator", "leaderElection", o.leaderElect, "leaderElectionNamespace", namespace,
-		"workers", o.workers, "readYourWrites", o.readYourWrites, "metrics", o.metricsAddr, "probes", o.probeAddr)
+		"workers", o.workers, "readYourWrites", o.readYourWrites, "shards", o.shards, "metrics", o.metricsAddr, "probes", o.probeAddr)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

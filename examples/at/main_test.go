@@ -40,11 +40,12 @@ type summary struct {
 	leaseDuration, renewDeadline, retryPeriod     time.Duration
 	workers                                       int
 	readYourWrites                                string
+	shards                                        int
 }
 
 func summarize(o *options) summary {
 	return summary{o.kubeconfig, o.metricsAddr, o.probeAddr, o.leaderElectionNamespace,
-		o.leaderElect, o.leaseDuration, o.renewDeadline, o.retryPeriod, o.workers, o.readYourWrites}
+		o.leaderElect, o.leaseDuration, o.renewDeadline, o.retryPeriod, o.workers, o.readYourWrites, o.shards}
 }
 
 func TestParseFlags(t *testing.T) {
@@ -70,6 +71,8 @@ func TestParseFlags(t *testing.T) {
 		{name: "ipv6 metrics", args: []string{"--metrics-bind-address=[::1]:8080"}, want: func(s *summary) { s.metricsAddr = "[::1]:8080" }},
 		{name: "controller-runtime's guard", args: []string{"--read-your-writes=controller-runtime"},
 			want: func(s *summary) { s.readYourWrites = "controller-runtime" }},
+		{name: "sharded", args: []string{"--shards=8"}, want: func(s *summary) { s.shards = 8 }},
+		{name: "too many shards", args: []string{"--shards=5000"}, wantErr: []string{"--shards must be between 0 and 1024, got 5000"}},
 		{name: "an unknown guard", args: []string{"--read-your-writes=both"},
 			wantErr: []string{`--read-your-writes "both": want "freshness" or "controller-runtime"`}},
 		{name: "zero workers", args: []string{"--workers=0"}, wantErr: []string{"--workers must be at least 1, got 0"}},
@@ -126,7 +129,7 @@ func TestParseFlagsHelpListsEveryFlag(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parseFlags(-h) error = %v, want flag.ErrHelp", err)
 	}
-	for _, name := range []string{"kubeconfig", "leader-elect", "leader-election-namespace", "workers", "read-your-writes",
+	for _, name := range []string{"kubeconfig", "leader-elect", "leader-election-namespace", "workers", "read-your-writes", "shards",
 		"metrics-bind-address", "health-probe-bind-address", "leader-elect-lease-duration", "zap-log-level"} {
 		if !strings.Contains(out.String(), "-"+name+" ") && !strings.Contains(out.String(), "-"+name+"\n") {
 			t.Errorf("help does not list -%s:\n%s", name, out.String())
