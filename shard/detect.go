@@ -77,10 +77,25 @@ const invalidSelector = "shardRange(object.metadata.uid, '0x0000000000000001', '
 //
 // An error means the question could not be asked (no such kind, no right
 // to list it, no server).
-func Detect(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) (Detection, error) {
+//
+// The result is also the gauge reconcilekit_shard_selector_support, by the
+// list's Go type.
+func Detect(ctx context.Context, c client.Reader, list client.ObjectList, opts ...client.ListOption) (d Detection, err error) {
+	defer func() {
+		if err == nil {
+			kind := fmt.Sprintf("%T", list)
+			for _, s := range []Support{Honoured, Ignored, Refused} {
+				v := 0.0
+				if s == d.Support {
+					v = 1
+				}
+				selectorSupport.WithLabelValues(kind, string(s)).Set(v)
+			}
+		}
+	}()
 	sel := probe.Selector()
 	got := list.DeepCopyObject().(client.ObjectList)
-	err := c.List(ctx, got, append(slices.Clone(opts), client.Limit(1), rawSelector(sel))...)
+	err = c.List(ctx, got, append(slices.Clone(opts), client.Limit(1), rawSelector(sel))...)
 	if err != nil {
 		plain := list.DeepCopyObject().(client.ObjectList)
 		if perr := c.List(ctx, plain, append(slices.Clone(opts), client.Limit(1))...); perr != nil {

@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/shard"
 )
 
@@ -134,6 +135,15 @@ func TestDetectDecides(t *testing.T) {
 			}
 			if !strings.HasPrefix(got.String(), string(tt.want)+": ") {
 				t.Errorf("String() = %q; want it to start with %q", got, tt.want+": ")
+			}
+			for _, s := range []shard.Support{shard.Honoured, shard.Ignored, shard.Refused} {
+				want := 0.0
+				if s == tt.want {
+					want = 1
+				}
+				if v := metricstest.Value(t, "reconcilekit_shard_selector_support", map[string]string{"kind": "*v1.ConfigMapList", "support": string(s)}); v != want {
+					t.Errorf("reconcilekit_shard_selector_support{support=%q} = %v, want %v", s, v, want)
+				}
 			}
 			if len(list.Items) != 0 {
 				t.Errorf("Detect filled the caller's list with %d items", len(list.Items))

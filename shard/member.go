@@ -568,6 +568,7 @@ func (m *Member) memberLease() string {
 }
 
 func (m *Member) changed() {
+	rangesHeld.WithLabelValues(m.Name).Set(float64(len(m.Held())))
 	if m.OnChange != nil {
 		m.changeMu.Lock()
 		defer m.changeMu.Unlock()

@@ -22,6 +22,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/shard"
 )
@@ -299,6 +300,9 @@ func TestMembersShareTheRangesAndNoObjectIsWorkedOnByTwoAtOnce(t *testing.T) {
 
 	g.start("a")
 	t.Logf("one replica holds all %d ranges after %s", testRanges, g.waitBalanced("a"))
+	if v := metricstest.Value(t, "reconcilekit_shard_ranges_held", map[string]string{"group": g.name}); v != testRanges {
+		t.Errorf("reconcilekit_shard_ranges_held = %v with one replica, want %d", v, testRanges)
+	}
 	g.start("b")
 	c := g.start("c")
 	t.Logf("1 → 3 replicas: balanced after %s", g.waitBalanced("a", "b", "c"))

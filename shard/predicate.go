@@ -23,6 +23,14 @@ type Selection interface {
 //		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(held)))
 //
 // In a Reconcile, s.Contains(obj) after the Get is the same test.
+//
+// Every event it drops counts in reconcilekit_shard_events_filtered_total.
 func Predicate(s Selection) predicate.Predicate {
-	return predicate.NewPredicateFuncs(s.Contains)
+	return predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		if s.Contains(obj) {
+			return true
+		}
+		eventsFiltered.Inc()
+		return false
+	})
 }

@@ -7,6 +7,7 @@ import (
 
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/shard"
 )
 
@@ -14,6 +15,7 @@ func TestPredicate(t *testing.T) {
 	four, _ := shard.Split(4)
 	held := shard.Ranges{four[0], four[2]}
 	p := shard.Predicate(held)
+	before := metricstest.Value(t, "reconcilekit_shard_events_filtered_total", nil)
 	kept := map[int]int{}
 	uids := testUIDs(400)
 	for i := range 400 {
@@ -39,6 +41,10 @@ func TestPredicate(t *testing.T) {
 		t.Errorf("kept %v of 400 objects; want some of ranges 0 and 2", kept)
 	}
 	t.Logf("kept %d of 400 objects (range 0: %d, range 2: %d)", kept[0]+kept[2], kept[0], kept[2])
+	// Four events of each dropped object.
+	if got, want := metricstest.Value(t, "reconcilekit_shard_events_filtered_total", nil)-before, float64(4*(400-kept[0]-kept[2])); got != want {
+		t.Errorf("reconcilekit_shard_events_filtered_total grew by %v, want %v", got, want)
+	}
 }
 
 func TestPredicateOfOneRange(t *testing.T) {

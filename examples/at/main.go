@@ -253,6 +253,16 @@ func run(ctx context.Context, o *options) error {
 		if err := mgr.Add(copts.Shard); err != nil {
 			return fmt.Errorf("adding the shard member: %w", err)
 		}
+		// One line says how the replicas split the work on this server.
+		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		d, err := shard.Detect(dctx, mgr.GetAPIReader(), &atv1.AtList{})
+		cancel()
+		if err != nil {
+			setupLog.Info("sharded; could not ask the API server about ShardSelector", "shards", o.shards, "error", err.Error())
+		} else {
+			setupLog.Info("sharded: every replica caches every At and its Pods and keeps the events of its own ranges",
+				"shards", o.shards, "shardSelector", d.String())
+		}
 	}
 	if o.readYourWrites == guardControllerRuntime {
 		// Guarded once, not twice: a Tracker without informers over a client
