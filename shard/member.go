@@ -282,9 +282,12 @@ func (m *Member) balance(ctx context.Context) {
 			continue
 		}
 		since := see(m.rangeObs, l, now)
+		// A Lease naming this replica is its own: held, being acquired, or
+		// left from an earlier run under the same identity (its election
+		// renews it at once).
 		switch holder := ptr.Deref(l.Spec.HolderIdentity, ""); {
-		case holder == "":
-		case holder != m.Identity && now.Sub(since) >= ld:
+		case holder == "" || holder == m.Identity:
+		case now.Sub(since) >= ld:
 			expired[idx] = l
 		default:
 			taken[idx] = true
@@ -425,9 +428,19 @@ func (m *Member) elect(ctx context.Context, i int) {
 // acquire records that range i is held, until ctx ends.
 func (m *Member) acquire(ctx context.Context, i int) {
 	m.mu.Lock()
-	m.held[i] = &holding{ctx: ctx}
+	h := &holding{ctx: ctx}
+	if m.leaving[i] != nil {
+		// Acquired while being given up: it admits no work, and leave
+		// releases it.
+		h.draining, h.idle = true, make(chan struct{})
+		close(h.idle)
+	}
+	m.held[i] = h
 	hooks := slices.Clone(m.acquired)
 	m.mu.Unlock()
+	if h.draining {
+		return
+	}
 	log.FromContext(ctx).Info("holding a range", "range", m.ranges[i].String())
 	m.changed()
 	for _, f := range hooks {
@@ -492,9 +505,8 @@ func (m *Member) leave(ctx context.Context, i int) chan struct{} {
 		}
 		e.cancel()
 		<-e.done
-		if h == nil {
-			return
-		}
+		// Released even if it was acquired after leave began: release
+		// writes only a Lease that names this replica.
 		_, rd, _ := m.timings()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rd)
 		defer cancel()
