@@ -46,7 +46,7 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # first size again with BENCH_UNRELATED Pods that no At owns and spread over
 # BENCH_SPREAD (one round each); with the benchmarks of drift, freshness and
 # status folded in. Prints the tables and writes BENCHMARKS.md. Takes about
-# 90 minutes on 2 cores with the defaults; not part of make test, which runs
+# 45 minutes on 2 cores with the defaults (42 measured); not part of make test, which runs
 # the same harness at 20 Ats. BENCH_PROFILE=dir also writes a CPU profile of
 # each controller process during the first run of each.
 BENCH_ATS ?= 1000,10000
