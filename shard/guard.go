@@ -64,19 +64,28 @@ func rangeOf(m *Member, obj client.Object) string {
 // controller beside its For (WatchesRawSource).
 func (m *Member) Source(reader client.Reader, list client.ObjectList) source.Source {
 	ch := make(chan event.GenericEvent, 1024)
-	m.onAcquire(func(r Range) {
+	m.onAcquire(func(ctx context.Context, r Range) {
+		// Until the range is lost or given up: a stopped controller that
+		// no longer reads the channel holds no goroutine.
 		go func() {
-			ctx := context.Background()
 			l := list.DeepCopyObject().(client.ObjectList)
 			if err := reader.List(ctx, l); err != nil {
-				log.FromContext(ctx).Error(err, "listing the objects of an acquired range", "range", r.String())
+				if ctx.Err() == nil {
+					log.FromContext(ctx).Error(err, "listing the objects of an acquired range", "range", r.String())
+				}
 				return
 			}
 			_ = meta.EachListItem(l, func(o runtime.Object) error {
-				if obj, ok := o.(client.Object); ok && r.Contains(obj) {
-					ch <- event.GenericEvent{Object: obj}
+				obj, ok := o.(client.Object)
+				if !ok || !r.Contains(obj) {
+					return nil
 				}
-				return nil
+				select {
+				case ch <- event.GenericEvent{Object: obj}:
+					return nil
+				case <-ctx.Done():
+					return ctx.Err()
+				}
 			})
 		}()
 	})

@@ -99,7 +99,7 @@ type Member struct {
 	rangeObs map[string]observed // range Lease name -> last change seen
 	leaving  map[int]chan struct{}
 	started  bool
-	acquired []func(Range) // see onAcquire
+	acquired []func(context.Context, Range) // see onAcquire
 }
 
 // holding is a range this replica holds.
@@ -444,7 +444,7 @@ func (m *Member) acquire(ctx context.Context, i int) {
 	log.FromContext(ctx).Info("holding a range", "range", m.ranges[i].String())
 	m.changed()
 	for _, f := range hooks {
-		f(m.ranges[i])
+		f(ctx, m.ranges[i])
 	}
 }
 
@@ -661,8 +661,9 @@ func (m *Member) Enter(ctx context.Context, obj client.Object) (context.Context,
 }
 
 // onAcquire registers f to be called with each range this replica
-// acquires, after it is held.
-func (m *Member) onAcquire(f func(Range)) {
+// acquires, after it is held, and a context that ends when the range is
+// lost or given up.
+func (m *Member) onAcquire(f func(context.Context, Range)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.acquired = append(m.acquired, f)
