@@ -324,6 +324,7 @@ func (m *Member) balance(ctx context.Context) {
 	// Try for free ranges while under the share, in this replica's own
 	// order of preference, so that replicas try for different ranges.
 	want := share - len(mine) - active
+	var takeOver []int
 	for _, i := range m.preference() {
 		if want <= 0 {
 			break
@@ -331,11 +332,30 @@ func (m *Member) balance(ctx context.Context) {
 		if m.electing[i] != nil || m.leaving[i] != nil || taken[i] {
 			continue
 		}
-		if l := expired[i]; l != nil && !m.takeOver(ctx, i, l) {
-			continue
+		if expired[i] != nil {
+			takeOver = append(takeOver, i)
+		} else {
+			m.elect(ctx, i)
 		}
-		m.elect(ctx, i)
 		want--
+	}
+	if len(takeOver) == 0 {
+		return
+	}
+	// Taking over writes to the API server: not while holding m.mu, which
+	// every Enter and Contains takes.
+	m.mu.Unlock()
+	var won []int
+	for _, i := range takeOver {
+		if m.takeOver(ctx, i, expired[i]) {
+			won = append(won, i)
+		}
+	}
+	m.mu.Lock()
+	for _, i := range won {
+		if m.electing[i] == nil && m.leaving[i] == nil {
+			m.elect(ctx, i)
+		}
 	}
 }
 
@@ -343,7 +363,7 @@ func (m *Member) balance(ctx context.Context) {
 // this replica has seen unchanged for a lease duration), with the Lease's
 // resourceVersion as the guard against another replica doing the same, so
 // that its leader election renews it at once instead of observing it for
-// another lease duration. Called with m.mu held.
+// another lease duration. Called without m.mu.
 func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) bool {
 	now := metav1.NewMicroTime(time.Now())
 	next := l.DeepCopy()
