@@ -128,7 +128,9 @@ func (e Events) String() string {
 //  7. Return what the decision says. The decision is made once, after
 //     the status write ([requeue.Policy.DecideWith]): a failed status write
 //     joins Sync's error, so it is never lost, never hides Sync's error, and
-//     costs no second decision (one backoff step, one Observe call).
+//     costs no second decision (one backoff step, one Observe call). A
+//     requeue Sync asked for counts from when Sync returned: the time the
+//     status write took is taken off it, so requeue.At(t) runs again at t.
 //
 // Every read and write of the loop goes through a client guarded by
 // [freshness]: a reconcile never acts on a cached copy of the object older
@@ -384,10 +386,24 @@ func (r *run[T]) begin(w *status.Writer) {
 // changed and records an event if the write changed the summary, all before
 // the decision is final, so that a failed status write joins the decision
 // instead of being decided a second time.
+//
+// A requeue Sync asked for counts from when Sync returned: the time the
+// status write and the event took is taken off it, so that a Sync that
+// returns requeue.At(t) runs again at t, not at t plus the write's latency.
 func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool) (ctrl.Result, error) {
-	return r.policy.DecideWith(ctx, r.req, p.Requeue, err, func(d requeue.Decision) error {
+	var clk clock.PassiveClock = clock.RealClock{}
+	if r.l.Clock != nil {
+		clk = r.l.Clock
+	}
+	decided := clk.Now()
+	d := r.policy.DecideWith(ctx, r.req, p.Requeue, err, func(d requeue.Decision) error {
 		return r.record(ctx, d, p, synced)
-	}).Return()
+	})
+	res, rerr := d.Return()
+	if rerr == nil && d.Class == errors.ClassNone && res == p.Requeue && res.RequeueAfter > 0 {
+		res.RequeueAfter = max(res.RequeueAfter-clk.Since(decided), requeue.MinDelay)
+	}
+	return res, rerr
 }
 
 // record writes down the outcome d of a reconcile: the conditions from the

@@ -280,6 +280,8 @@ func TestLoopStatusWritesUnderFaultsStayNearTheFaultFreeCount(t *testing.T) {
 // what the conditions say, and its Requeue is what the Loop returns.
 func TestLoopSyncReportsProgressAndWhenToRunAgain(t *testing.T) {
 	f, c := newLoopFixture(t)
+	// A clock that stands still: the requeue is Sync's to the nanosecond.
+	f.loop.Clock = clocktesting.NewFakePassiveClock(time.Now())
 	req := createWidget(t, c, env.Namespace(t), "p")
 	replicas := 1
 	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
@@ -305,6 +307,39 @@ func TestLoopSyncReportsProgressAndWhenToRunAgain(t *testing.T) {
 	ready, _ := status.FindCondition(getWidget(t, c, req), status.TypeReady)
 	if ready.Status != metav1.ConditionTrue || ready.Reason != "Scaled" {
 		t.Errorf("Ready = %+v, want True Scaled", ready)
+	}
+}
+
+// TestLoopRequeuesAtTheInstantSyncAskedForHoweverLongTheStatusWriteTook
+// proves that a requeue Sync returns counts from Sync's return: a status
+// write that takes 300 ms (by the Loop's clock) is taken off a 5 s requeue,
+// so that a Sync returning requeue.At(t) runs again at t; a Sync that asked
+// for no requeue still gets none.
+func TestLoopRequeuesAtTheInstantSyncAskedForHoweverLongTheStatusWriteTook(t *testing.T) {
+	f, c := newLoopFixture(t)
+	req := createWidget(t, c, env.Namespace(t), "p")
+	clk := clocktesting.NewFakePassiveClock(time.Now())
+	f.loop.Clock = clk
+	f.loop.Client = interceptor.NewClient(env.Client(t), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			clk.SetTime(clk.Now().Add(300 * time.Millisecond)) // the write takes 300 ms
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	due := clk.Now().Add(5 * time.Second)
+	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+		if clk.Now().Before(due) {
+			return reconcile.Progress{State: reconcile.InProgress, Reason: "Waiting", Requeue: requeue.At(due, requeue.WithClock(clk))}, nil
+		}
+		return reconcile.Progress{Reason: "Due"}, nil
+	}
+	res, err := f.loop.Reconcile(t.Context(), req)
+	if err != nil || res.RequeueAfter != 4700*time.Millisecond {
+		t.Fatalf("Reconcile = %+v, %v; want a requeue after 4.7s, at the instant Sync asked for", res, err)
+	}
+	clk.SetTime(due)
+	if res, err := f.loop.Reconcile(t.Context(), req); err != nil || !res.IsZero() {
+		t.Fatalf("Reconcile at the due time = %+v, %v; want no requeue", res, err)
 	}
 }
 

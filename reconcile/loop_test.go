@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -169,6 +170,9 @@ func TestLoopKeepsTheResultAndErrorOfSyncWhenStatusAlsoChanged(t *testing.T) {
 	f, c := newLoopFixture(t)
 	req := createWidget(t, c, env.Namespace(t), "first")
 	f.loop.Policy = &requeue.Policy{ReportAfter: -1} // report every failure at once
+	// A clock that stands still: the requeue is Sync's to the nanosecond
+	// (the time the status write takes is otherwise taken off it).
+	f.loop.Clock = clocktesting.NewFakePassiveClock(time.Now())
 	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		w.Status.Phase = "waiting"
 		return reconcile.Progress{Requeue: ctrl.Result{RequeueAfter: 42 * time.Second}}, nil
