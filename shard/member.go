@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -90,6 +89,10 @@ type Member struct {
 	OnChange func(held Ranges)
 
 	ranges []Range
+	// preference is this replica's order of preference among the ranges,
+	// and ownLease the name of its member Lease; both set once by Start.
+	preference []int
+	ownLease   string
 
 	changeMu sync.Mutex // serialises OnChange
 	mu       sync.Mutex
@@ -203,6 +206,8 @@ func (m *Member) Start(ctx context.Context) error {
 		host, _ := os.Hostname()
 		m.Identity = host + "_" + strconv.FormatUint(rand.Uint64(), 36)
 	}
+	m.preference = preference(m.Identity, len(m.ranges))
+	m.ownLease = fmt.Sprintf("%s-member-%016x", m.Name, fnv1a(m.Identity))
 	m.mu.Unlock()
 	logger := log.FromContext(ctx).WithValues("shardGroup", m.Name, "identity", m.Identity)
 	ctx = log.IntoContext(ctx, logger)
@@ -325,7 +330,7 @@ func (m *Member) balance(ctx context.Context) {
 	// order of preference, so that replicas try for different ranges.
 	want := share - len(mine) - active
 	var takeOver []int
-	for _, i := range m.preference() {
+	for _, i := range m.preference {
 		if want <= 0 {
 			break
 		}
@@ -389,16 +394,14 @@ func (m *Member) rangeIndex(name string) (int, bool) {
 	return i, m.rangeLease(i) == name
 }
 
-// preference orders the ranges by a hash of this replica's identity and
-// the range's index.
-func (m *Member) preference() []int {
-	order := make([]int, len(m.ranges))
-	keys := make([]uint64, len(m.ranges))
+// preference orders n ranges by a hash of identity and the range's index,
+// so that replicas try for different free ranges.
+func preference(identity string, n int) []int {
+	order := make([]int, n)
+	keys := make([]uint64, n)
 	for i := range order {
 		order[i] = i
-		h := fnv.New64a()
-		fmt.Fprintf(h, "%s/%d", m.Identity, i)
-		keys[i] = h.Sum64()
+		keys[i] = fnv1a(identity + "/" + strconv.Itoa(i))
 	}
 	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
 	return order
@@ -593,11 +596,7 @@ func (m *Member) rangeLease(i int) string {
 	return fmt.Sprintf("%s-%d-of-%d", m.Name, i, len(m.ranges))
 }
 
-func (m *Member) memberLease() string {
-	h := fnv.New64a()
-	h.Write([]byte(m.Identity))
-	return fmt.Sprintf("%s-member-%016x", m.Name, h.Sum64())
-}
+func (m *Member) memberLease() string { return m.ownLease }
 
 func (m *Member) changed() {
 	rangesHeld.WithLabelValues(m.Name).Set(float64(len(m.Held())))
@@ -625,18 +624,13 @@ func (m *Member) Held() Ranges {
 // Contains reports whether obj is in a range this replica holds and
 // admits work in: a Member is a [Selection], for [Predicate].
 func (m *Member) Contains(obj client.Object) bool {
-	h := m.holdingOf(obj)
-	return h != nil
-}
-
-// holdingOf returns the holding of obj's range if it admits work.
-// Called without m.mu.
-func (m *Member) holdingOf(obj client.Object) *holding {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.admitting(obj)
+	return m.admitting(obj) != nil
 }
 
+// admitting returns the holding of obj's range if it admits work. Called
+// with m.mu held.
 func (m *Member) admitting(obj client.Object) *holding {
 	if len(m.ranges) == 0 {
 		return nil
