@@ -27,8 +27,12 @@
 //   - [Member] holds one replica's share of the ranges, each through a
 //     Lease of its own (client-go's leader election), balanced among the
 //     live replicas; it gives up a range only after the work in it has
-//     ended ([Member.Enter], [Guard]), and [Member.Source] hands a range's
-//     objects to its new holder.
+//     ended ([Member.Enter], [Guard]).
+//   - [Member.WrapCacheOptions] makes a cache follow the ranges a Member
+//     holds: it lists and watches only their objects, and the children
+//     labelled with their owner's range ([Member.Label], [RangeLabel]),
+//     adding a range's objects when the Member acquires it and dropping
+//     them once it has let it go.
 //
 // A replica that holds ranges 0 and 2 of 4:
 //
@@ -41,19 +45,20 @@
 //	ctrl.NewControllerManagedBy(mgr).For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(held)))
 //
 // Every replica of a controller sharded through Leases, on a server with or
-// without the gate:
+// without the gate (the cache filters in the process too):
 //
 //	m := &shard.Member{Leases: kubernetes.NewForConfigOrDie(cfg).CoordinationV1(),
 //		Namespace: "widgets-system", Name: "widgets", Ranges: 8}
+//	opts, err := m.WrapCacheOptions(cache.Options{}, shard.Follow{
+//		Objects: []client.Object{&v1.Widget{}}, Children: []client.Object{&corev1.Pod{}}})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //	_ = mgr.Add(m)
 //	ctrl.NewControllerManagedBy(mgr).
 //		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(m))).
-//		WatchesRawSource(m.Source(mgr.GetClient(), &v1.WidgetList{})).
+//		Owns(&corev1.Pod{}).
 //		Complete(shard.Guard[*v1.Widget](m, mgr.GetClient(), r))
+//	// and in r, before creating a Pod: m.Label(widget, pod)
 //
-// Not yet here: caches that follow the ranges a Member holds (today a
-// Member's replica caches every object and filters, as on a server without
-// the gate), and routing the children a controller owns to its owner's
-// replica. Only the UID is hashed; the server can also hash
+// Only the UID is hashed; the server can also hash
 // object.metadata.namespace.
 package shard

@@ -90,3 +90,30 @@ func ExampleWrapCacheOptions() {
 	// true
 	// shard: no ranges to cache: an informer without a ShardSelector would list every object
 }
+
+// A sharded controller labels each Pod it creates with its owner's range,
+// so that the replica holding that range caches the Pod.
+func ExampleMember_Label() {
+	m := &shard.Member{Ranges: 4}
+	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "6f1b1d2e-0c8a-4b9e-9a53-2d6a2b8f4c11"}}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner-run"}}
+	if err := m.Label(owner, pod); err != nil {
+		panic(err)
+	}
+	fmt.Println(pod.Labels[shard.RangeLabel])
+	// Output:
+	// 3-of-4
+}
+
+// A replica's cache that holds the Widgets of the ranges its Member holds,
+// and their Pods; the manager gets it through ctrl.Options{Cache: opts}.
+func ExampleMember_WrapCacheOptions() {
+	m := &shard.Member{Namespace: "widgets-system", Name: "widgets", Ranges: 8} // and Leases
+	opts, err := m.WrapCacheOptions(cache.Options{}, shard.Follow{
+		Objects:  []client.Object{&corev1.ConfigMap{}}, // the controller's own kind (its For)
+		Children: []client.Object{&corev1.Pod{}},       // what it creates, labelled with m.Label
+	})
+	fmt.Println(err, opts.NewInformer != nil, len(opts.ByObject))
+	// Output:
+	// <nil> true 1
+}

@@ -21,9 +21,13 @@ import (
 // client) for its UID; a request for an object of another replica's range
 // is dropped, its holder reconciles it; the others run r under
 // [Member.Enter], so that m gives up a range only after its reconciles have
-// ended, and a reconcile's context ends if m loses the range. A request
-// whose object is gone goes to r as it is, on whichever replica gets it (r
-// finds nothing to do).
+// ended, and a reconcile's context ends if m loses the range.
+//
+// A request whose object reader does not have is dropped too: with a cache
+// that follows m's ranges ([Member.WrapCacheOptions]) it may be another
+// replica's object, and r would act on it unfenced. A sharded reconciler
+// cleans up after a deleted object with a finalizer (it sees the deletion
+// as an update of the object), never on NotFound.
 //
 //	ctrl.NewControllerManagedBy(mgr).
 //		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(member))).
@@ -35,7 +39,8 @@ func Guard[T client.Object](m *Member, reader client.Reader, r reconcile.Reconci
 		obj := reflect.New(typ).Interface().(T)
 		if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
 			if apierrors.IsNotFound(err) {
-				return r.Reconcile(ctx, req)
+				log.FromContext(ctx).V(1).Info("not in this replica's cache: gone, or another replica's")
+				return ctrl.Result{}, nil
 			}
 			return ctrl.Result{}, err
 		}

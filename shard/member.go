@@ -103,6 +103,8 @@ type Member struct {
 	leaving  map[int]chan struct{}
 	started  bool
 	acquired []func(context.Context, Range) // see onAcquire
+	// cacheFollowers are told when the ranges held change (followCache).
+	cacheFollowers []chan struct{}
 }
 
 // holding is a range this replica holds.
@@ -459,6 +461,7 @@ func (m *Member) acquire(ctx context.Context, i int) {
 		close(h.idle)
 	}
 	m.held[i] = h
+	m.notifyCaches()
 	hooks := slices.Clone(m.acquired)
 	m.mu.Unlock()
 	if h.draining {
@@ -476,6 +479,7 @@ func (m *Member) lose(i int) {
 	m.mu.Lock()
 	h := m.held[i]
 	delete(m.held, i)
+	m.notifyCaches()
 	m.mu.Unlock()
 	if h != nil {
 		m.changed()

@@ -237,10 +237,6 @@ func run(ctx context.Context, o *options) error {
 		// The one line that turns on controller-runtime's guard.
 		mopts.Client.Cache = &client.CacheOptions{EnableReadYourWritesConsistency: ptr.To(true)}
 	}
-	mgr, err := ctrl.NewManager(cfg, mopts)
-	if err != nil {
-		return fmt.Errorf("creating the manager: %w", err)
-	}
 	copts := controller.Options{Workers: o.workers}
 	if o.shards > 0 {
 		cs, err := kubernetes.NewForConfig(cfg)
@@ -250,6 +246,16 @@ func run(ctx context.Context, o *options) error {
 		copts.Shard = &shard.Member{Leases: cs.CoordinationV1(), Namespace: namespace, Name: "at", Ranges: o.shards,
 			LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
 			OnChange: func(held shard.Ranges) { setupLog.Info("ranges held", "ranges", held.String()) }}
+		// The cache holds the Ats of the ranges held and their Pods.
+		if mopts.Cache, err = controller.CacheOptions(copts.Shard, cache.Options{}); err != nil {
+			return fmt.Errorf("the sharded cache: %w", err)
+		}
+	}
+	mgr, err := ctrl.NewManager(cfg, mopts)
+	if err != nil {
+		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if copts.Shard != nil {
 		if err := mgr.Add(copts.Shard); err != nil {
 			return fmt.Errorf("adding the shard member: %w", err)
 		}
@@ -260,7 +266,7 @@ func run(ctx context.Context, o *options) error {
 		if err != nil {
 			setupLog.Info("sharded; could not ask the API server about ShardSelector", "shards", o.shards, "error", err.Error())
 		} else {
-			setupLog.Info("sharded: every replica caches every At and its Pods and keeps the events of its own ranges",
+			setupLog.Info("sharded: each replica caches and reconciles the Ats of the ranges it holds, and their Pods",
 				"shards", o.shards, "shardSelector", d.String())
 		}
 	}

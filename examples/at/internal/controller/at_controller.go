@@ -16,6 +16,7 @@ package controller
 import (
 	"context"
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 
@@ -68,10 +69,12 @@ const (
 
 // AtReconciler holds what the At logic needs. Build it with [New].
 type AtReconciler struct {
-	client   client.Client
-	scheme   *runtime.Scheme
-	recorder events.EventRecorder
-	clock    clock.PassiveClock
+	client    client.Client
+	apiReader client.Reader
+	scheme    *runtime.Scheme
+	recorder  events.EventRecorder
+	clock     clock.PassiveClock
+	shard     *shard.Member
 }
 
 // Options wires the At reconciler. [SetupWithManager] fills the zero fields
@@ -99,11 +102,12 @@ type Options struct {
 	Workers int
 	// Shard, when set, shares the Ats among the replicas that run the
 	// controller: this one reconciles only the Ats of the ranges the Member
-	// holds ([shard.Guard]), picks up the Ats of a range it acquires
-	// ([shard.Member.Source]), and never acts on an At of a range it is
-	// giving up. Add the Member to the manager too (mgr.Add), and turn the
-	// manager's leader election off: every replica works. Nil means one
-	// replica reconciles every At.
+	// holds ([shard.Guard]), never acts on an At of a range it is giving
+	// up, and labels each Pod with its At's range ([shard.Member.Label]).
+	// Add the Member to the manager too (mgr.Add), build the manager's
+	// cache with [CacheOptions] so that it holds only the Ats of those
+	// ranges and their Pods, and turn the manager's leader election off:
+	// every replica works. Nil means one replica reconciles every At.
 	Shard *shard.Member
 }
 
@@ -136,7 +140,7 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 	if freshness.TrackerOf(c) == nil {
 		c = (&freshness.Tracker{Informers: o.Informers}).Wrap(c)
 	}
-	r := &AtReconciler{client: c, scheme: o.Scheme, recorder: o.Recorder, clock: o.Clock}
+	r := &AtReconciler{client: c, apiReader: o.APIReader, scheme: o.Scheme, recorder: o.Recorder, clock: o.Clock, shard: o.Shard}
 	fin := &finalizer.Registry[*atv1.At]{}
 	if err := fin.Register(PodCleanupFinalizer, finalizer.Func[*atv1.At](r.deletePod)); err != nil {
 		return nil, err
@@ -185,6 +189,25 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAt)}}
 }
 
+// CacheOptions returns the manager cache settings of a sharded At
+// controller: base with [CacheByObject]'s, and the At and Pod informers
+// following the ranges m holds ([shard.Member.WrapCacheOptions]), so that a
+// replica caches only the Ats of its ranges and their Pods (labelled with
+// their At's range when the controller creates them). Pass the same m as
+// Options.Shard:
+//
+//	copts, err := controller.CacheOptions(member, cache.Options{})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: copts})
+func CacheOptions(m *shard.Member, base cache.Options) (cache.Options, error) {
+	byObject := maps.Clone(base.ByObject)
+	if byObject == nil {
+		byObject = map[client.Object]cache.ByObject{}
+	}
+	maps.Copy(byObject, CacheByObject())
+	base.ByObject = byObject
+	return m.WrapCacheOptions(base, shard.Follow{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
+}
+
 // SetupWithManager registers the At controller: it watches Ats and the Pods
 // they own. Status-only updates of an At (our own writes) do not trigger a
 // reconcile; spec changes and deletion do; of its Pod, only finishing and
@@ -217,11 +240,11 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 	var r crreconcile.Reconciler = loop
 	b := ctrl.NewControllerManagedBy(mgr)
 	if o.Shard != nil {
-		// A Pod's events reach every replica (each caches the Pods of
-		// Ats) and map to their At, which Guard hands to its range's
-		// holder only.
+		// With a cache that follows the Member's ranges (CacheOptions),
+		// the Ats of a range this replica acquires come as new objects,
+		// and those of a range it left as deleted ones, which Predicate
+		// drops; Guard fences every reconcile.
 		ats = predicate.And(ats, shard.Predicate(o.Shard))
-		b = b.WatchesRawSource(o.Shard.Source(mgr.GetClient(), &atv1.AtList{}))
 		r = shard.Guard[*atv1.At](o.Shard, mgr.GetClient(), loop)
 	}
 	return b.For(&atv1.At{}, builder.WithPredicates(ats)).
@@ -259,7 +282,19 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	}
 
 	pod := desiredPod(at)
+	if r.shard != nil {
+		// The replica that holds the At's range caches its Pod by this
+		// label.
+		if err := r.shard.Label(at, pod); err != nil {
+			return reconcile.Progress{}, err
+		}
+	}
 	outcome, err := drift.Ensure(ctx, r.client, pod, drift.Owner(at), drift.WithFieldOwner(Name))
+	if apierrors.IsAlreadyExists(err) && r.shard != nil {
+		// Not in this replica's cache, yet there: a Pod created before the
+		// controller ran sharded, without the label.
+		err = r.adoptPod(ctx, at, client.ObjectKeyFromObject(pod), pod)
+	}
 	if err != nil {
 		return reconcile.Progress{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
@@ -281,6 +316,12 @@ func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) error {
 	// The guarded client waits for a Pod this controller created a moment
 	// ago rather than report it missing.
 	err := r.client.Get(ctx, key, pod)
+	if apierrors.IsNotFound(err) && r.shard != nil {
+		// Sharded, the cache holds only the Pods labelled with a range
+		// held: a Pod created before the controller ran sharded has no
+		// label. Ask the API server before the irreversible DONE.
+		err = r.adoptPod(ctx, at, key, pod)
+	}
 	switch {
 	case apierrors.IsNotFound(err):
 		// Someone deleted the Pod before it finished. An At runs its command
@@ -292,6 +333,28 @@ func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) error {
 		return fmt.Errorf("get pod %s: %w", key.Name, err)
 	}
 	observe(at, pod)
+	return nil
+}
+
+// adoptPod reads the At's Pod from the API server and, when it exists
+// without its At's range label, labels it so that this replica's cache
+// holds it and its finishing wakes the At.
+func (r *AtReconciler) adoptPod(ctx context.Context, at *atv1.At, key client.ObjectKey, pod *corev1.Pod) error {
+	if err := r.apiReader.Get(ctx, key, pod); err != nil {
+		return err
+	}
+	labelled := pod.DeepCopy()
+	if err := r.shard.Label(at, labelled); err != nil {
+		return err
+	}
+	if labelled.Labels[shard.RangeLabel] == pod.Labels[shard.RangeLabel] {
+		return nil
+	}
+	if err := r.client.Patch(ctx, labelled, client.MergeFrom(pod)); err != nil {
+		return fmt.Errorf("label pod %s with its At's range: %w", key.Name, err)
+	}
+	log.FromContext(ctx).Info("labelled a Pod created before the controller ran sharded", "pod", key.Name)
+	*pod = *labelled
 	return nil
 }
 

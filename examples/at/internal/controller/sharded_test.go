@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +37,9 @@ type write struct {
 type writeLog struct {
 	mu     sync.Mutex
 	writes []write
+	// failed are the writes that returned an error, for the failure
+	// messages.
+	failed []write
 }
 
 // wrap records c's accepted writes as replica's: an At's own writes by its
@@ -53,9 +57,18 @@ func (l *writeLog) wrap(replica string, c client.WithWatch) client.WithWatch {
 		defer l.mu.Unlock()
 		l.writes = append(l.writes, write{replica: replica, at: name, what: what, when: time.Now()})
 	}
+	fail := func(obj client.Object, what string, err error) {
+		if err == nil {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		l.failed = append(l.failed, write{replica: replica, at: obj.GetName(), what: what + ": " + err.Error(), when: time.Now()})
+	}
 	return interceptor.NewClient(c, interceptor.Funcs{
 		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
 			err := c.Create(ctx, obj, opts...)
+			fail(obj, "create", err)
 			if err == nil {
 				record(obj, "create")
 			}
@@ -63,6 +76,7 @@ func (l *writeLog) wrap(replica string, c client.WithWatch) client.WithWatch {
 		},
 		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
 			err := c.Patch(ctx, obj, p, opts...)
+			fail(obj, "patch", err)
 			if err == nil {
 				record(obj, "patch")
 			}
@@ -70,6 +84,7 @@ func (l *writeLog) wrap(replica string, c client.WithWatch) client.WithWatch {
 		},
 		Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
 			err := c.Update(ctx, obj, opts...)
+			fail(obj, "update", err)
 			if err == nil {
 				record(obj, "update")
 			}
@@ -77,6 +92,7 @@ func (l *writeLog) wrap(replica string, c client.WithWatch) client.WithWatch {
 		},
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			err := c.SubResource(sub).Patch(ctx, obj, p, opts...)
+			fail(obj, "patch "+sub, err)
 			if err == nil {
 				record(obj, "patch "+sub)
 			}
@@ -101,7 +117,8 @@ func metav1GetController(pod *corev1.Pod) string {
 // exactly one Pod, and nothing is written twice: each At gets one finalizer
 // patch, one Pod create and two status patches, in that order, from the
 // replicas that held its range as it changed hands (a replica reconciling
-// an At it does not hold would double one of them).
+// an At it does not hold would double one of them). Each replica's cache
+// ends holding exactly the Ats of its ranges and their Pods.
 func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 	c := env.Client(t)
 	ns := env.Namespace(t)
@@ -114,21 +131,26 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 	log := &writeLog{}
 	type replica struct {
 		m    *shard.Member
+		c    cache.Cache
 		stop func()
 	}
 	start := func(name string) *replica {
 		t.Helper()
+		m := &shard.Member{Leases: leases.CoordinationV1(), Namespace: ns, Name: "at", Identity: name, Ranges: 6,
+			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
+		copts, err := controller.CacheOptions(m, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+		if err != nil {
+			t.Fatal(err)
+		}
 		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 			Scheme:     env.Scheme,
 			Metrics:    metricsserver.Options{BindAddress: "0"},
 			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			Cache:      cache.Options{ByObject: controller.CacheByObject(), DefaultNamespaces: map[string]cache.Config{ns: {}}},
+			Cache:      copts,
 		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		m := &shard.Member{Leases: leases.CoordinationV1(), Namespace: ns, Name: "at", Identity: name, Ranges: 6,
-			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
 		if err := mgr.Add(m); err != nil {
 			t.Fatal(err)
 		}
@@ -139,7 +161,7 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		done := make(chan error, 1)
 		go func() { done <- mgr.Start(ctx) }()
-		r := &replica{m: m}
+		r := &replica{m: m, c: mgr.GetCache()}
 		var once sync.Once
 		r.stop = func() {
 			once.Do(func() {
@@ -250,13 +272,57 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 			}
 		}
 		if want := []string{"patch", "create", "patch status", "patch status"}; !slices.Equal(kinds, want) {
-			t.Errorf("At %s: writes %v (by %v), want %v", name, kinds, writers, want)
+			var failed []string
+			for _, w := range log.failed {
+				if strings.HasPrefix(w.at, name) {
+					failed = append(failed, fmt.Sprintf("%s by %s at %s", w.what, w.replica, w.when.Format("15:04:05.000")))
+				}
+			}
+			t.Errorf("At %s: writes %v (by %v), want %v; failed writes: %v", name, kinds, writers, want, failed)
 		}
 		if len(writers) > 1 {
 			moved++
 		}
 	}
-	t.Logf("%d Ats, %d writes; %d Ats changed hands (c stopped, d joined)", n, len(log.writes), moved)
+	// Each replica left caches the Ats of the ranges it holds and their
+	// Pods, and no others.
+	var ats atv1.AtList
+	if err := c.List(t.Context(), &ats, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var cached []string
+	for _, name := range []string{"a", "b", "d"} {
+		r := replicas[name]
+		held := r.m.Held()
+		var want []string
+		for i := range ats.Items {
+			if held.Contains(&ats.Items[i]) {
+				want = append(want, ats.Items[i].Name)
+			}
+		}
+		err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+			var mine atv1.AtList
+			var pods corev1.PodList
+			if r.c.List(ctx, &mine) != nil || r.c.List(ctx, &pods) != nil {
+				return false, nil
+			}
+			var got, podOwners []string
+			for _, at := range mine.Items {
+				got = append(got, at.Name)
+			}
+			for i := range pods.Items {
+				podOwners = append(podOwners, metav1GetController(&pods.Items[i]))
+			}
+			slices.Sort(got)
+			slices.Sort(podOwners)
+			return slices.Equal(got, want) && slices.Equal(podOwners, want), nil
+		})
+		if err != nil {
+			t.Errorf("replica %s (ranges %s) does not cache exactly the %d Ats of its ranges and their Pods", name, held, len(want))
+		}
+		cached = append(cached, fmt.Sprintf("%s %d", name, len(want)))
+	}
+	t.Logf("%d Ats, %d writes; %d Ats changed hands (c stopped, d joined); Ats cached per replica: %v", n, len(log.writes), moved, cached)
 }
 
 // withWatch lets a manager's client go through interceptor.NewClient; the

@@ -1,0 +1,768 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/watchlist"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// RangeLabel labels an object that a sharded controller creates and owns
+// (a child, such as the Pod of an At) with its owner's range, "<i>-of-<n>"
+// ([Member.Label]): a replica's cache lists and watches, by label selector,
+// only the children of the ranges it holds ([Member.WrapCacheOptions]).
+const RangeLabel = "shard.reconcilekit.dev/range"
+
+// Follow names the kinds whose informers follow the ranges a [Member]
+// holds, for [Member.WrapCacheOptions]. A kind is matched in the form the
+// cache holds it, as for [WrapCacheOptions].
+type Follow struct {
+	// Objects are split by the hash of their own UID: the kind the
+	// controller reconciles (its For).
+	Objects []client.Object
+	// Children are split by their owner's range, read from [RangeLabel]:
+	// the kinds the controller creates and owns (its Owns), each labelled
+	// with [Member.Label] when it is created. A child without the label is
+	// in no range, and no replica caches it.
+	Children []client.Object
+}
+
+// Label sets [RangeLabel] on child to owner's range among m.Ranges, so that
+// the replica holding owner's range caches child ([Follow].Children). Call
+// it on each child before creating it, as controllerutil.
+// SetControllerReference. It changes nothing and returns an error when
+// m.Ranges is out of bounds or owner has no UID yet.
+func (m *Member) Label(owner, child client.Object) error {
+	if owner.GetUID() == "" {
+		return fmt.Errorf("shard: cannot label %T %s with its owner's range: the owner %T %s has no UID yet",
+			child, client.ObjectKeyFromObject(child), owner, client.ObjectKeyFromObject(owner))
+	}
+	i, err := Of(owner, m.Ranges)
+	if err != nil {
+		return err
+	}
+	l := child.GetLabels()
+	if l == nil {
+		l = map[string]string{}
+	}
+	l[RangeLabel] = rangeLabelValue(i, m.Ranges)
+	child.SetLabels(l)
+	return nil
+}
+
+func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strconv.Itoa(n) }
+
+// WrapCacheOptions returns opts with the informers of f's kinds following
+// the ranges m holds: in a cache built from them (a manager's, through
+// ctrl.Options.Cache), each lists and watches only the objects of those
+// ranges (the ShardSelector of the ranges for Objects, a label selector on
+// [RangeLabel] for Children), and follows them as they change: when m
+// acquires a range, the range's objects are listed and added (the
+// controller hears of each, as of a new object) and the watch goes on with
+// the new selection; when m has released or lost one, its objects leave the
+// cache (the controller hears of their deletion, which [Predicate] drops).
+// A range being given up stays cached until its work has drained. Other
+// informers are left alone.
+//
+//	opts, err := member.WrapCacheOptions(cache.Options{}, shard.Follow{
+//		Objects:  []client.Object{&v1.Widget{}},
+//		Children: []client.Object{&corev1.Pod{}},
+//	})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
+//
+// Every object is also filtered in the process by the same hash (or
+// label), so the cache holds only m's ranges whatever the server does with
+// a ShardSelector: on a server that ignores it the watches still carry
+// every object (no saving in traffic, the same in memory), and on one that
+// refuses it the selector is dropped, with one log line. A label selector
+// the cache already has for a child kind (ByObject or
+// DefaultLabelSelector) is kept and combined with the range's; children
+// with per-namespace label selectors are refused.
+//
+// Until m holds a range its informers hold nothing, so the cache syncs at
+// once. The number of objects each holds is the gauge
+// reconcilekit_shard_cached_objects, by group and kind.
+func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, error) {
+	if err := checkN(m.Ranges); err != nil {
+		return opts, err
+	}
+	if len(f.Objects)+len(f.Children) == 0 {
+		return opts, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
+	}
+	specs := map[informerKind]*followSpec{}
+	add := func(obj client.Object, child bool) error {
+		k, err := kindOf(obj)
+		if err != nil {
+			return err
+		}
+		if specs[k] != nil {
+			return fmt.Errorf("shard: %T is named twice in Follow", obj)
+		}
+		ranges, _ := Split(m.Ranges)
+		specs[k] = &followSpec{m: m, ranges: ranges, child: child, kind: fmt.Sprintf("%T", obj)}
+		return nil
+	}
+	for _, obj := range f.Objects {
+		if err := add(obj, false); err != nil {
+			return opts, err
+		}
+	}
+	byObject := maps.Clone(opts.ByObject)
+	for _, obj := range f.Children {
+		if err := add(obj, true); err != nil {
+			return opts, err
+		}
+		k, _ := kindOf(obj)
+		spec := specs[k]
+		// controller-runtime's informers set a kind's label selector on
+		// every list and watch, over ours: the range's requirement goes in
+		// a selector that it sets instead, combined with the one it had.
+		var key client.Object = obj
+		entry := cache.ByObject{}
+		for o, bo := range byObject {
+			if ok, _ := kindOf(o); ok == k {
+				key, entry = o, bo
+				break
+			}
+		}
+		for ns, c := range entry.Namespaces {
+			if c.LabelSelector != nil {
+				return opts, fmt.Errorf("shard: %T has a label selector for namespace %q: a child kind's ranges need a label selector of their own", obj, ns)
+			}
+		}
+		spec.extra = entry.Label
+		if spec.extra == nil {
+			spec.extra = opts.DefaultLabelSelector
+		}
+		entry.Label = rangeSelector{spec}
+		if byObject == nil {
+			byObject = map[client.Object]cache.ByObject{}
+		}
+		byObject[key] = entry
+	}
+	opts.ByObject = byObject
+	next := opts.NewInformer
+	if next == nil {
+		next = toolscache.NewSharedIndexInformer
+	}
+	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		k, err := kindOf(obj)
+		spec := specs[k]
+		if err != nil || spec == nil {
+			return next(lw, obj, resync, indexers)
+		}
+		fl := &follower{followSpec: spec, inner: lw, lw: toolscache.ToListerWatcherWithContext(lw), example: obj, known: map[string]known{}}
+		return &followedInformer{SharedIndexInformer: next(fl, obj, resync, indexers), f: fl}
+	}
+	return opts, nil
+}
+
+// cachedRanges returns, by index, the ranges m's caches hold: those it
+// holds, draining ones included (their work may still read them).
+func (m *Member) cachedRanges() []bool {
+	set := make([]bool, m.Ranges)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i := range m.held {
+		if i < len(set) {
+			set[i] = true
+		}
+	}
+	return set
+}
+
+// followCache returns a channel that receives a value whenever the ranges
+// m's caches hold may have changed.
+func (m *Member) followCache() <-chan struct{} {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.cacheFollowers = append(m.cacheFollowers, ch)
+	m.mu.Unlock()
+	return ch
+}
+
+// notifyCaches tells the caches following m to look at its ranges again.
+// Called with m.mu held.
+func (m *Member) notifyCaches() {
+	for _, ch := range m.cacheFollowers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+// followSpec is what the informers of one kind share.
+type followSpec struct {
+	m      *Member
+	ranges []Range
+	child  bool
+	kind   string
+	// extra is the label selector the cache had for a child kind.
+	extra labels.Selector
+
+	// callMu serialises the calls of the kind's informers to the server,
+	// so that rangeSelector prints the selection of the call being made.
+	callMu  sync.Mutex
+	calling atomic.Pointer[[]bool]
+}
+
+// index returns obj's range, or -1 for a child without a valid label.
+func (s *followSpec) index(obj metav1.Object) int {
+	n := s.m.Ranges
+	if !s.child {
+		i, _ := Of(obj.(client.Object), n)
+		return i
+	}
+	v := obj.GetLabels()[RangeLabel]
+	is, ns, ok := strings.Cut(v, "-of-")
+	i, err1 := strconv.Atoi(is)
+	nn, err2 := strconv.Atoi(ns)
+	if !ok || err1 != nil || err2 != nil || nn != n || i < 0 || i >= n {
+		return -1
+	}
+	return i
+}
+
+func (s *followSpec) in(obj metav1.Object, set []bool) bool {
+	i := s.index(obj)
+	return i >= 0 && set[i]
+}
+
+// labelSelector is the label selector for the children of set.
+func (s *followSpec) labelSelector(set []bool) string {
+	var vals []string
+	for i, in := range set {
+		if in {
+			vals = append(vals, rangeLabelValue(i, len(set)))
+		}
+	}
+	if len(vals) == 0 {
+		vals = []string{"none"} // no range: a value no child carries
+	}
+	sel := RangeLabel + " in (" + strings.Join(vals, ",") + ")"
+	if s.extra != nil && !s.extra.Empty() {
+		sel = s.extra.String() + "," + sel
+	}
+	return sel
+}
+
+// shardSelector is the ShardSelector of set.
+func shardSelector(set []bool, ranges []Range) string {
+	var rs Ranges
+	for i, in := range set {
+		if in {
+			rs = append(rs, ranges[i])
+		}
+	}
+	if len(rs) == 0 {
+		rs = Ranges{probe} // no range: the one hash 0, filtered out in the process
+	}
+	return rs.Selector()
+}
+
+// rangeSelector is the label selector controller-runtime sets on the lists
+// and watches of a child kind: the range requirement of the call being
+// made, combined with the selector the cache had for the kind.
+type rangeSelector struct{ s *followSpec }
+
+var _ labels.Selector = rangeSelector{}
+
+func (r rangeSelector) current() labels.Selector {
+	set := r.s.calling.Load()
+	var sel []bool
+	if set != nil {
+		sel = *set
+	} else {
+		sel = make([]bool, r.s.m.Ranges)
+	}
+	parsed, err := labels.Parse(r.s.labelSelector(sel))
+	if err != nil {
+		return labels.Nothing()
+	}
+	return parsed
+}
+
+// String returns the selector sent with the call being made.
+func (r rangeSelector) String() string { return r.current().String() }
+
+// Matches reports whether ls matches the current selector.
+func (r rangeSelector) Matches(ls labels.Labels) bool { return r.current().Matches(ls) }
+
+// Empty reports false: it always selects by range.
+func (r rangeSelector) Empty() bool { return false }
+
+// Add returns the current selector with reqs added.
+func (r rangeSelector) Add(reqs ...labels.Requirement) labels.Selector {
+	return r.current().Add(reqs...)
+}
+
+// Requirements returns the current selector's requirements.
+func (r rangeSelector) Requirements() (labels.Requirements, bool) { return r.current().Requirements() }
+
+// DeepCopySelector returns r itself: it keeps following the ranges.
+func (r rangeSelector) DeepCopySelector() labels.Selector { return r }
+
+// RequiresExactMatch reports what the current selector requires of label.
+func (r rangeSelector) RequiresExactMatch(label string) (string, bool) {
+	return r.current().RequiresExactMatch(label)
+}
+
+// follower is the ListerWatcher of one informer that follows the ranges.
+type follower struct {
+	*followSpec
+	inner   toolscache.ListerWatcher
+	lw      toolscache.ListerWatcherWithContext
+	example runtime.Object
+
+	mu sync.Mutex
+	// known is what the informer was sent and holds, by key: the objects a
+	// range's departure deletes.
+	known map[string]known
+	// covered is the selection the informer's last list (or watch) made.
+	covered []bool
+	// listing is the selection of a paginated list under way.
+	listing []bool
+	// refused: the server fails lists with a ShardSelector; filter in the
+	// process only.
+	refused atomic.Bool
+	// notify is m's signal, taken by the informer's first watch.
+	notifyOnce sync.Once
+	notify     <-chan struct{}
+}
+
+var (
+	_ toolscache.ListerWatcher            = (*follower)(nil)
+	_ toolscache.ListerWatcherWithContext = (*follower)(nil)
+)
+
+// call lists (or watches, when watching) with the selection set, as the
+// server should see it.
+func (f *follower) call(ctx context.Context, set []bool, opts metav1.ListOptions, watching bool) (runtime.Object, watch.Interface, error) {
+	f.callMu.Lock()
+	defer f.callMu.Unlock()
+	f.calling.Store(&set)
+	do := func(opts metav1.ListOptions) (runtime.Object, watch.Interface, error) {
+		if watching {
+			w, err := f.lw.WatchWithContext(ctx, opts)
+			return nil, w, err
+		}
+		l, err := f.lw.ListWithContext(ctx, opts)
+		return l, nil, err
+	}
+	if f.child {
+		return do(opts)
+	}
+	if f.refused.Load() {
+		opts.ShardSelector = ""
+		return do(opts)
+	}
+	plain := opts
+	opts.ShardSelector = shardSelector(set, f.ranges)
+	l, w, err := do(opts)
+	if err == nil || watching || ctx.Err() != nil {
+		return l, w, err
+	}
+	if l2, _, err2 := do(plain); err2 == nil {
+		f.refused.Store(true)
+		log.FromContext(ctx).Info("the API server refuses ShardSelector: this replica's cache filters in the process only (no saving in watch traffic)",
+			"kind", f.kind, "error", err.Error())
+		return l2, nil, nil
+	}
+	return l, w, err
+}
+
+// List lists with the selection held now.
+func (f *follower) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return f.ListWithContext(context.Background(), opts)
+}
+
+// ListWithContext lists the objects of the ranges held now (a paginated
+// list keeps the selection of its first page), filtered in the process
+// too.
+func (f *follower) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	f.mu.Lock()
+	set := f.listing
+	if opts.Continue == "" || set == nil {
+		set = f.m.cachedRanges()
+		f.listing = set
+	}
+	f.mu.Unlock()
+	l, _, err := f.call(ctx, set, opts, false)
+	if err != nil {
+		return nil, err
+	}
+	items, err := meta.ExtractListWithAlloc(l)
+	if err != nil {
+		return nil, err
+	}
+	kept := items[:0]
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if opts.Continue == "" {
+		clear(f.known) // the informer replaces what it holds with the list
+	}
+	for _, item := range items {
+		if obj, err := meta.Accessor(item); err == nil && f.in(obj, set) {
+			kept = append(kept, item)
+			f.known[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
+		}
+	}
+	if len(kept) != len(items) {
+		if err := meta.SetList(l, kept); err != nil {
+			return nil, err
+		}
+	}
+	f.covered = set
+	return l, nil
+}
+
+// known is an object the informer holds: its UID and range.
+type known struct {
+	uid types.UID
+	i   int
+}
+
+func key(obj metav1.Object) string {
+	if ns := obj.GetNamespace(); ns != "" {
+		return ns + "/" + obj.GetName()
+	}
+	return obj.GetName()
+}
+
+// note records what an event sent to the informer does to what it holds.
+func (f *follower) note(ev watch.Event, obj metav1.Object) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	switch ev.Type {
+	case watch.Added, watch.Modified:
+		f.known[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
+	case watch.Deleted:
+		delete(f.known, key(obj))
+	}
+}
+
+// cachedObjects is how many objects the informer holds.
+func (f *follower) cachedObjects() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return len(f.known)
+}
+
+// Watch watches with the selection of the last list.
+func (f *follower) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return f.WatchWithContext(context.Background(), opts)
+}
+
+// WatchWithContext watches the selection of the informer's last list (or,
+// for a watch that starts with the initial events, the ranges held now),
+// and follows the ranges held from there.
+func (f *follower) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	f.notifyOnce.Do(func() { f.notify = f.m.followCache() })
+	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
+	f.mu.Lock()
+	set := f.covered
+	if initial || set == nil {
+		set = f.m.cachedRanges()
+	}
+	if initial {
+		clear(f.known) // the informer replaces what it holds with the initial events
+	}
+	f.mu.Unlock()
+	_, w, err := f.call(ctx, set, opts, true)
+	if err != nil {
+		return nil, err
+	}
+	fw := &followWatch{f: f, opts: opts, inner: w, covered: set, ready: !initial, rv: opts.ResourceVersion,
+		out: make(chan watch.Event), stop: make(chan struct{}), skip: map[int]string{}}
+	go fw.run(ctx)
+	return fw, nil
+}
+
+// IsWatchListSemanticsUnSupported passes on what the wrapped ListerWatcher
+// says (client-go's reflector asks, to decide whether to stream lists).
+func (f *follower) IsWatchListSemanticsUnSupported() bool {
+	return watchlist.DoesClientNotSupportWatchListSemantics(f.inner)
+}
+
+// followWatch is a watch of the ranges held that, when they change, sends
+// the deletion of the objects of the ranges left, the objects of the
+// ranges acquired, and goes on watching the new selection from where it
+// was.
+type followWatch struct {
+	f     *follower
+	opts  metav1.ListOptions
+	inner watch.Interface
+	// covered is the selection watched.
+	covered []bool
+	// ready: past the initial events, if any.
+	ready bool
+	// rv is the resourceVersion of the last event read from the server.
+	rv string
+	// skip holds, for a range just acquired, the resourceVersion of the
+	// list that added its objects: its older events are not sent.
+	skip map[int]string
+
+	out      chan watch.Event
+	stop     chan struct{}
+	stopOnce sync.Once
+}
+
+// Stop ends the watch.
+func (w *followWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
+
+// ResultChan returns the events.
+func (w *followWatch) ResultChan() <-chan watch.Event { return w.out }
+
+func (w *followWatch) run(ctx context.Context) {
+	defer close(w.out)
+	defer func() { w.inner.Stop() }()
+	pending := true // the ranges may have changed since the list
+	for {
+		if w.ready && pending {
+			pending = false
+			if !w.follow(ctx) {
+				return
+			}
+		}
+		select {
+		case <-w.stop:
+			return
+		case <-ctx.Done():
+			return
+		case <-w.f.notify:
+			pending = true
+		case ev, ok := <-w.inner.ResultChan():
+			if !ok {
+				return
+			}
+			if w.pass(ev) && !w.send(ev) {
+				return
+			}
+		}
+	}
+}
+
+func (w *followWatch) send(ev watch.Event) bool {
+	select {
+	case w.out <- ev:
+		return true
+	case <-w.stop:
+		return false
+	}
+}
+
+// pass notes the event's resourceVersion and reports whether to send it.
+func (w *followWatch) pass(ev watch.Event) bool {
+	if ev.Type == watch.Error {
+		return true
+	}
+	obj, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return true
+	}
+	w.rv = obj.GetResourceVersion()
+	if ev.Type == watch.Bookmark {
+		if !w.ready && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			w.ready = true
+			w.f.mu.Lock()
+			w.f.covered = w.covered
+			w.f.mu.Unlock()
+		}
+		return true
+	}
+	i := w.f.index(obj)
+	if i < 0 || !w.covered[i] {
+		return false
+	}
+	if listed, ok := w.skip[i]; ok && !newer(w.rv, listed) {
+		return false
+	}
+	w.f.note(ev, obj)
+	return true
+}
+
+// newer reports whether resourceVersion a is newer than b, when both are
+// numbers (as etcd's are); otherwise it says yes.
+func newer(a, b string) bool {
+	x, err1 := strconv.ParseUint(a, 10, 64)
+	y, err2 := strconv.ParseUint(b, 10, 64)
+	return err1 != nil || err2 != nil || x > y
+}
+
+// follow moves the watch to the ranges held now; false when the watch
+// ended.
+func (w *followWatch) follow(ctx context.Context) bool {
+	f := w.f
+	want := f.m.cachedRanges()
+	var added, removed []bool
+	for i := range want {
+		if want[i] && !w.covered[i] {
+			added = setWith(added, len(want), i)
+		}
+		if !want[i] && w.covered[i] {
+			removed = setWith(removed, len(want), i)
+		}
+	}
+	if added == nil && removed == nil {
+		return true
+	}
+	sent := false
+	if removed != nil {
+		for _, gone := range f.leaving(removed, w.rv) {
+			if !w.send(watch.Event{Type: watch.Deleted, Object: gone}) {
+				return false
+			}
+			sent = true
+		}
+	}
+	// The new watch starts where this one is; what it had not delivered
+	// comes again.
+	w.inner.Stop()
+	if added != nil {
+		opts := metav1.ListOptions{ResourceVersion: w.rv, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan}
+		if w.rv == "" {
+			opts.ResourceVersionMatch = ""
+		}
+		l, _, err := f.call(ctx, added, opts, false)
+		if err != nil {
+			return w.fail(ctx, err)
+		}
+		items, err := meta.ExtractListWithAlloc(l)
+		if err != nil {
+			return w.fail(ctx, err)
+		}
+		for _, item := range items {
+			if obj, err := meta.Accessor(item); err != nil || !f.in(obj, added) {
+				continue
+			}
+			ev := watch.Event{Type: watch.Added, Object: item}
+			if obj, err := meta.Accessor(item); err == nil {
+				f.note(ev, obj)
+			}
+			if !w.send(ev) {
+				return false
+			}
+			sent = true
+		}
+		if lm, err := meta.ListAccessor(l); err == nil {
+			for i, in := range added {
+				if in {
+					w.skip[i] = lm.GetResourceVersion()
+				}
+			}
+		}
+	}
+	opts := metav1.ListOptions{ResourceVersion: w.rv, AllowWatchBookmarks: w.opts.AllowWatchBookmarks, TimeoutSeconds: w.opts.TimeoutSeconds}
+	_, nw, err := f.call(ctx, want, opts, true)
+	if err != nil {
+		return w.fail(ctx, err)
+	}
+	w.inner, w.covered = nw, want
+	f.mu.Lock()
+	f.covered = want
+	f.mu.Unlock()
+	if sent && w.rv != "" {
+		// The events sent carry older resourceVersions: a bookmark puts
+		// the informer back where the watch stands.
+		bm := f.example.DeepCopyObject()
+		if obj, err := meta.Accessor(bm); err == nil {
+			obj.SetResourceVersion(w.rv)
+			if !w.send(watch.Event{Type: watch.Bookmark, Object: bm}) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// leaving forgets the objects of the ranges in removed and returns, for
+// each, an object of the informer's kind with its namespace, name and UID
+// (and resourceVersion rv, where the watch stands):
+// the informer deletes it by its key, and a Predicate drops the event by
+// its UID.
+func (f *follower) leaving(removed []bool, rv string) []runtime.Object {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []runtime.Object
+	for k, o := range f.known {
+		if o.i < 0 || !removed[o.i] {
+			continue
+		}
+		delete(f.known, k)
+		gone := f.example.DeepCopyObject()
+		obj, err := meta.Accessor(gone)
+		if err != nil {
+			continue
+		}
+		ns, name, _ := toolscache.SplitMetaNamespaceKey(k)
+		obj.SetNamespace(ns)
+		obj.SetName(name)
+		obj.SetUID(o.uid)
+		obj.SetResourceVersion(rv)
+		if f.child {
+			obj.SetLabels(map[string]string{RangeLabel: rangeLabelValue(o.i, len(f.ranges))})
+		}
+		out = append(out, gone)
+	}
+	return out
+}
+
+// fail ends the watch with an "expired" error, after which the informer
+// lists again, with the ranges held then.
+func (w *followWatch) fail(ctx context.Context, err error) bool {
+	if ctx.Err() != nil {
+		return false
+	}
+	log.FromContext(ctx).Info("could not follow the ranges held; listing them again", "kind", w.f.kind, "error", err.Error())
+	status := apierrors.NewResourceExpired("shard: following the ranges held: " + err.Error()).ErrStatus
+	w.send(watch.Event{Type: watch.Error, Object: &status})
+	return false
+}
+
+func setWith(set []bool, n, i int) []bool {
+	if set == nil {
+		set = make([]bool, n)
+	}
+	set[i] = true
+	return set
+}
+
+// followedInformer counts its objects in reconcilekit_shard_cached_objects
+// while it runs.
+type followedInformer struct {
+	toolscache.SharedIndexInformer
+	f *follower
+}
+
+// Run runs the informer until stopCh is closed.
+func (i *followedInformer) Run(stopCh <-chan struct{}) {
+	cached.add(i.f)
+	defer cached.remove(i.f)
+	i.SharedIndexInformer.Run(stopCh)
+}
+
+// RunWithContext runs the informer until ctx ends.
+func (i *followedInformer) RunWithContext(ctx context.Context) {
+	cached.add(i.f)
+	defer cached.remove(i.f)
+	i.SharedIndexInformer.RunWithContext(ctx)
+}

@@ -1,0 +1,328 @@
+package shard_test
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
+	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/shard"
+)
+
+// server says what the API server does with a ShardSelector, as the
+// informers see it: the gated envtest honours it; the other two are made
+// from it by a ListerWatcher under the one Member.WrapCacheOptions adds.
+type server int
+
+const (
+	honours server = iota
+	ignores        // the selector is dropped before the request
+	refuses        // a request with a selector fails, as a malformed one does
+)
+
+// serverSide returns NewInformer wrapped so that the ListerWatcher under
+// opts's own (controller-runtime's) does what the server does.
+func serverSide(opts cache.Options, s server, watchList bool) cache.Options {
+	next := opts.NewInformer
+	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
+		var inner toolscache.ListerWatcher = lw
+		if s != honours {
+			inner = asServer{toolscache.ToListerWatcherWithContext(lw), s}
+		}
+		if !watchList {
+			inner = noWatchList{inner}
+		}
+		return next(inner, obj, resync, idx)
+	}
+	return opts
+}
+
+type asServer struct {
+	toolscache.ListerWatcherWithContext
+	s server
+}
+
+func (a asServer) serve(opts *metav1.ListOptions) error {
+	if opts.ShardSelector == "" {
+		return nil
+	}
+	if a.s == refuses {
+		return apierrors.NewInternalError(fmt.Errorf("invalid shard selector: %q", opts.ShardSelector))
+	}
+	opts.ShardSelector = ""
+	return nil
+}
+
+func (a asServer) List(opts metav1.ListOptions) (runtime.Object, error) {
+	return a.ListWithContext(context.Background(), opts)
+}
+
+func (a asServer) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if err := a.serve(&opts); err != nil {
+		return nil, err
+	}
+	return a.ListerWatcherWithContext.ListWithContext(ctx, opts)
+}
+
+func (a asServer) Watch(opts metav1.ListOptions) (watch.Interface, error) {
+	return a.WatchWithContext(context.Background(), opts)
+}
+
+func (a asServer) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := a.serve(&opts); err != nil {
+		return nil, err
+	}
+	return a.ListerWatcherWithContext.WatchWithContext(ctx, opts)
+}
+
+// TestCachesFollowTheRangesTheirMembersHold runs replicas whose caches
+// follow their Members' ranges (Widgets by UID, their ConfigMaps by the
+// owner's range label, the cache's own label selector kept) while one
+// replica becomes three and then two, and Widgets come and go: once the
+// ranges settle, each cache holds exactly the Widgets of the ranges its
+// Member holds and their ConfigMaps, so every object is cached by exactly
+// one replica, and a ConfigMap without the label by none; what a cache
+// holds is reconcilekit_shard_cached_objects. The same on a server that
+// ignores the selector and one that refuses it (filtered in the process),
+// and with lists then watches as with streamed lists.
+func TestCachesFollowTheRangesTheirMembersHold(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		s         server
+		watchList bool
+	}{
+		{"honoured, streamed lists", honours, true},
+		{"honoured, lists then watches", honours, false},
+		{"ignored", ignores, true},
+		{"refused", refuses, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testCachesFollow(t, tc.s, tc.watchList) })
+	}
+}
+
+// followed is one replica and its cache.
+type followed struct {
+	r *replica
+	c cache.Cache
+}
+
+func testCachesFollow(t *testing.T, s server, watchList bool) {
+	g := newGroup(t)
+	e := requireEnv(t)
+	c := e.Client(t)
+	labeler := &shard.Member{Ranges: testRanges}
+
+	// Widgets, each with a labelled ConfigMap, and one ConfigMap without
+	// the label; the cache's own selector (app=widgets) keeps out a
+	// ConfigMap labelled with a range but not with app.
+	var widgets []client.Object
+	addWidgets := func(prefix string, n int) {
+		t.Helper()
+		made := create(t, c, g.ns, prefix, n, newWidget)
+		for _, w := range made {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.GetName(), Namespace: g.ns, Labels: map[string]string{"app": "widgets"}}}
+			if err := labeler.Label(w, cm); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Create(t.Context(), cm); err != nil {
+				t.Fatal(err)
+			}
+		}
+		widgets = append(widgets, made...)
+	}
+	addWidgets("w", 60)
+	stray := []*corev1.ConfigMap{
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-range", Namespace: g.ns, Labels: map[string]string{"app": "widgets"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-app", Namespace: g.ns, Labels: map[string]string{shard.RangeLabel: "0-of-6"}}},
+	}
+	for _, cm := range stray {
+		if err := c.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	app, _ := labels.Parse("app=widgets")
+	var (
+		mu       sync.Mutex
+		replicas = map[string]*followed{}
+	)
+	start := func(name string) {
+		t.Helper()
+		r := g.start(name)
+		opts, err := r.m.WrapCacheOptions(cache.Options{
+			Scheme:            e.Scheme,
+			DefaultNamespaces: map[string]cache.Config{g.ns: {}},
+			ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: app}},
+		}, shard.Follow{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		cc, err := cache.New(e.Config, serverSide(opts, s, watchList))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		stopped := make(chan struct{})
+		go func() { defer close(stopped); _ = cc.Start(ctx) }()
+		t.Cleanup(func() { cancel(); <-stopped })
+		for _, obj := range []client.Object{&testapi.Widget{}, &corev1.ConfigMap{}} {
+			if _, err := cc.GetInformer(ctx, obj); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if !cc.WaitForCacheSync(ctx) {
+			t.Fatal("the cache did not sync")
+		}
+		mu.Lock()
+		replicas[name] = &followed{r, cc}
+		mu.Unlock()
+	}
+	stop := func(name string) {
+		mu.Lock()
+		f := replicas[name]
+		delete(replicas, name)
+		mu.Unlock()
+		g.stop(f.r)
+	}
+	// settled waits until each cache holds what its Member's ranges hold.
+	settled := func(when string) {
+		t.Helper()
+		var diffs []string
+		deadline := time.Now().Add(settleLimit)
+		for {
+			diffs = nil
+			mu.Lock()
+			for name, f := range replicas {
+				held := f.r.m.Held()
+				want := namesIn(widgets, held)
+				var ws testapi.WidgetList
+				var cms corev1.ConfigMapList
+				if err := f.c.List(t.Context(), &ws); err != nil {
+					t.Fatal(err)
+				}
+				if err := f.c.List(t.Context(), &cms); err != nil {
+					t.Fatal(err)
+				}
+				if d := cmp.Diff(want, names(t, &ws)); d != "" {
+					diffs = append(diffs, fmt.Sprintf("%s's Widgets (-in its ranges %s +cached):\n%s", name, held, d))
+				}
+				if d := cmp.Diff(want, names(t, &cms)); d != "" {
+					diffs = append(diffs, fmt.Sprintf("%s's ConfigMaps (-of its Widgets +cached):\n%s", name, d))
+				}
+			}
+			mu.Unlock()
+			if len(diffs) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the caches did not follow their ranges within %s:\n%s", when, settleLimit, diffs)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		// Every Widget and its ConfigMap cached once, by one replica.
+		for _, kind := range []string{fmt.Sprintf("%T", &testapi.Widget{}), fmt.Sprintf("%T", &corev1.ConfigMap{})} {
+			var got float64
+			for range 100 {
+				if got = metricstest.Value(t, "reconcilekit_shard_cached_objects", map[string]string{"group": g.name, "kind": kind}); got == float64(len(widgets)) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			if got != float64(len(widgets)) {
+				t.Errorf("%s: reconcilekit_shard_cached_objects{kind=%q} = %v; want %d, each object cached once", when, kind, got, len(widgets))
+			}
+		}
+	}
+
+	start("a")
+	settled("one replica")
+	start("b")
+	start("c")
+	g.waitBalanced("a", "b", "c")
+	settled("three replicas")
+	addWidgets("x", 30)
+	if err := c.Delete(t.Context(), widgets[0]); err != nil {
+		t.Fatal(err)
+	}
+	gone := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: widgets[0].GetName(), Namespace: g.ns}}
+	if err := c.Delete(t.Context(), gone); err != nil {
+		t.Fatal(err)
+	}
+	widgets = widgets[1:]
+	settled("three replicas, Widgets added and deleted")
+	stop("c")
+	g.waitBalanced("a", "b")
+	settled("two replicas")
+
+	var counts []string
+	mu.Lock()
+	for name, f := range replicas {
+		var ws testapi.WidgetList
+		if err := f.c.List(t.Context(), &ws); err != nil {
+			t.Fatal(err)
+		}
+		counts = append(counts, fmt.Sprintf("%s %d", name, len(ws.Items)))
+	}
+	mu.Unlock()
+	sort.Strings(counts)
+	t.Logf("%d Widgets and their ConfigMaps, each cached by one replica: %v", len(widgets), counts)
+}
+
+// TestFollowRefusesWhatItCannotDo: bad settings are errors, not surprises.
+func TestFollowRefusesWhatItCannotDo(t *testing.T) {
+	pod := &corev1.Pod{}
+	nsLabel, _ := labels.Parse("a=b")
+	for _, tc := range []struct {
+		name string
+		m    *shard.Member
+		opts cache.Options
+		f    shard.Follow
+		want string
+	}{
+		{"no ranges", &shard.Member{}, cache.Options{}, shard.Follow{Objects: []client.Object{pod}}, "ranges"},
+		{"no kinds", &shard.Member{Ranges: 2}, cache.Options{}, shard.Follow{}, "no kinds"},
+		{"a kind twice", &shard.Member{Ranges: 2}, cache.Options{}, shard.Follow{Objects: []client.Object{pod}, Children: []client.Object{&corev1.Pod{}}}, "twice"},
+		{"per-namespace labels", &shard.Member{Ranges: 2}, cache.Options{ByObject: map[client.Object]cache.ByObject{pod: {
+			Namespaces: map[string]cache.Config{"x": {LabelSelector: nsLabel}}}}},
+			shard.Follow{Children: []client.Object{pod}}, "namespace"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := tc.m.WrapCacheOptions(tc.opts, tc.f)
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("WrapCacheOptions: %v; want an error saying %q", err, tc.want)
+			}
+		})
+	}
+	m := &shard.Member{Ranges: 4}
+	if err := m.Label(&testapi.Widget{}, &corev1.Pod{}); err == nil {
+		t.Error("Label of an owner without a UID: no error")
+	}
+	owner := objects(1)[0]
+	child := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"keep": "me"}}}
+	if err := m.Label(owner, child); err != nil {
+		t.Fatal(err)
+	}
+	i, _ := shard.Of(owner, 4)
+	if want := map[string]string{"keep": "me", shard.RangeLabel: fmt.Sprintf("%d-of-4", i)}; !cmp.Equal(child.Labels, want) {
+		t.Errorf("labels after Label: %v; want %v", child.Labels, want)
+	}
+	if err := (&shard.Member{Ranges: 0}).Label(owner, child); err == nil {
+		t.Error("Label with no ranges: no error")
+	}
+}
