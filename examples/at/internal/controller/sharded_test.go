@@ -10,6 +10,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -19,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
@@ -129,50 +131,8 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 		t.Fatal(err)
 	}
 	log := &writeLog{}
-	type replica struct {
-		m    *shard.Member
-		c    cache.Cache
-		stop func()
-	}
 	start := func(name string) *replica {
-		t.Helper()
-		m := &shard.Member{Leases: leases.CoordinationV1(), Namespace: ns, Name: "at", Identity: name, Ranges: 6,
-			LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
-		copts, err := controller.CacheOptions(m, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
-			Scheme:     env.Scheme,
-			Metrics:    metricsserver.Options{BindAddress: "0"},
-			Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-			Cache:      copts,
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := mgr.Add(m); err != nil {
-			t.Fatal(err)
-		}
-		wc := log.wrap(name, withWatch{mgr.GetClient()})
-		if err := controller.SetupWithManager(mgr, controller.Options{Client: wc, Shard: m}); err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan error, 1)
-		go func() { done <- mgr.Start(ctx) }()
-		r := &replica{m: m, c: mgr.GetCache()}
-		var once sync.Once
-		r.stop = func() {
-			once.Do(func() {
-				cancel()
-				if err := <-done; err != nil {
-					t.Errorf("manager of %s: %v", name, err)
-				}
-			})
-		}
-		t.Cleanup(r.stop)
-		return r
+		return startReplica(t, ns, name, leases, func(c client.WithWatch) client.WithWatch { return log.wrap(name, c) })
 	}
 	replicas := map[string]*replica{}
 	for _, n := range []string{"a", "b", "c"} {
@@ -325,10 +285,127 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 	t.Logf("%d Ats, %d writes; %d Ats changed hands (c stopped, d joined); Ats cached per replica: %v", n, len(log.writes), moved, cached)
 }
 
+// replica is one replica of a sharded At controller: its Member, its
+// manager's cache, and how to stop it.
+type replica struct {
+	m    *shard.Member
+	c    cache.Cache
+	stop func()
+}
+
+// startReplica starts a sharded At controller in ns (its own manager,
+// cache following its Member's six ranges, and client, wrapped by wrap)
+// and stops it when the test ends. The caller holds managerMu.
+func startReplica(t *testing.T, ns, name string, leases kubernetes.Interface, wrap func(client.WithWatch) client.WithWatch) *replica {
+	t.Helper()
+	m := &shard.Member{Leases: leases.CoordinationV1(), Namespace: ns, Name: "at", Identity: name, Ranges: 6,
+		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
+	copts, err := controller.CacheOptions(m, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+		Scheme:     env.Scheme,
+		Metrics:    metricsserver.Options{BindAddress: "0"},
+		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      copts,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := mgr.Add(m); err != nil {
+		t.Fatal(err)
+	}
+	if err := controller.SetupWithManager(mgr, controller.Options{Client: wrap(withWatch{mgr.GetClient()}), Shard: m}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	r := &replica{m: m, c: mgr.GetCache()}
+	var once sync.Once
+	r.stop = func() {
+		once.Do(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("manager of %s: %v", name, err)
+			}
+		})
+	}
+	t.Cleanup(r.stop)
+	return r
+}
+
 // withWatch lets a manager's client go through interceptor.NewClient; the
 // controller never watches through it.
 type withWatch struct{ client.Client }
 
 func (withWatch) Watch(context.Context, client.ObjectList, ...client.ListOption) (watch.Interface, error) {
 	return nil, fmt.Errorf("watch is not supported")
+}
+
+// TestASharedAtControllerAdoptsThePodsCreatedBeforeItRanSharded: Pods
+// created before the controller ran sharded carry no range label, so no
+// replica's cache holds them. A RUNNING At whose Pod is one of them, and a
+// PENDING At whose Pod was created before its status was written, both
+// end DONE with that one Pod, which the sharded controller labels with
+// its At's range rather than calling it deleted (the RUNNING At) or
+// failing on its create forever (the PENDING one).
+func TestASharedAtControllerAdoptsThePodsCreatedBeforeItRanSharded(t *testing.T) {
+	c, stop := startManager(t) // unsharded
+	ns := env.Namespace(t)
+	running := newAt(ns, "running", rfc3339(time.Now().Add(-time.Second)))
+	if err := c.Create(t.Context(), running); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, c, client.ObjectKeyFromObject(running), "RUNNING", func(a *atv1.At) bool { return a.Status.Phase == atv1.PhaseRunning })
+	stop()
+
+	// No controller runs: an At and its Pod, as if the status write that
+	// follows the Pod's create had not happened.
+	pending := newAt(ns, "pending", rfc3339(time.Now().Add(-time.Second)))
+	if err := c.Create(t.Context(), pending); err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: controller.PodName(pending), Labels: map[string]string{controller.AtUIDLabel: string(pending.UID)}},
+		Spec: corev1.PodSpec{RestartPolicy: corev1.RestartPolicyNever,
+			Containers: []corev1.Container{{Name: "command", Image: atv1.DefaultImage, Command: []string{"/bin/sh", "-c", pending.Spec.Command}}}},
+	}
+	if err := controllerutil.SetControllerReference(pending, pod, env.Scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Create(t.Context(), pod); err != nil {
+		t.Fatal(err)
+	}
+
+	managerMu.Lock()
+	defer managerMu.Unlock()
+	leases, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startReplica(t, ns, "a", leases, func(c client.WithWatch) client.WithWatch { return c })
+	for _, at := range []*atv1.At{running, pending} {
+		name := controller.PodName(at)
+		err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			p := &corev1.Pod{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
+				return false, err
+			}
+			return p.Labels[shard.RangeLabel] != "", nil
+		})
+		if err != nil {
+			t.Fatalf("the Pod of the %s At was never labelled with its range: %v", at.Name, err)
+		}
+		waitFor(t, c, client.ObjectKeyFromObject(at), at.Name+" At RUNNING", func(a *atv1.At) bool { return a.Status.Phase == atv1.PhaseRunning })
+		finishPod(t, c, ns, name, 0)
+		done := waitFor(t, c, client.ObjectKeyFromObject(at), at.Name+" At DONE", func(a *atv1.At) bool { return a.Status.Phase == atv1.PhaseDone })
+		if done.Status.Outcome != atv1.OutcomeSucceeded {
+			t.Errorf("the %s At ended %s; want %s (its Pod was adopted, not called deleted)", at.Name, done.Status.Outcome, atv1.OutcomeSucceeded)
+		}
+		if pods := podsOf(t, c, done); len(pods) != 1 {
+			t.Errorf("the %s At has %d Pods; want its one Pod", at.Name, len(pods))
+		}
+	}
 }
