@@ -410,7 +410,8 @@ func (f *follower) ListWithContext(ctx context.Context, opts metav1.ListOptions)
 	if err != nil {
 		return nil, err
 	}
-	items, err := meta.ExtractListWithAlloc(l)
+	// Aliases, not copies: the informer copies what it keeps.
+	items, err := meta.ExtractList(l)
 	if err != nil {
 		return nil, err
 	}
