@@ -14,7 +14,8 @@ import (
 
 // AuditRequest is one request as kube-apiserver's audit log (level
 // Metadata or more, JSON lines of audit.k8s.io/v1 Event) records it: who
-// sent it, what it did to which resource, and how the server answered.
+// sent it, what it did to which resource, and how the server answered; for
+// a write of a Lease logged at level Request, who it names as holder.
 type AuditRequest struct {
 	// ID is the request's audit ID; the stages of one request share it.
 	ID string
@@ -39,6 +40,14 @@ type AuditRequest struct {
 	// (requestReceivedTimestamp); Staged is when it reached Stage
 	// (stageTimestamp).
 	Received, Staged time.Time
+	// Holder is, for a write of a Lease (coordination.k8s.io) whose line
+	// carries the request's object (level Request or more), the
+	// spec.holderIdentity it sent: "" for a Lease that names no holder (a
+	// released one). Nil for every other line.
+	Holder *string
+	// LeaseDuration is the spec.leaseDurationSeconds that Lease write
+	// sent; 0 when it sent none or the line carries no Lease.
+	LeaseDuration time.Duration
 }
 
 // ErrMalformedAudit is wrapped by the errors [ParseAuditLine] and
@@ -66,13 +75,25 @@ type auditEvent struct {
 	ResponseStatus *struct {
 		Code int `json:"code"`
 	} `json:"responseStatus"`
-	RequestReceivedTimestamp time.Time `json:"requestReceivedTimestamp"`
-	StageTimestamp           time.Time `json:"stageTimestamp"`
+	RequestReceivedTimestamp time.Time       `json:"requestReceivedTimestamp"`
+	StageTimestamp           time.Time       `json:"stageTimestamp"`
+	RequestObject            json.RawMessage `json:"requestObject"`
+}
+
+// leaseObject is the part of a coordination.k8s.io Lease that
+// AuditRequest keeps.
+type leaseObject struct {
+	Kind string `json:"kind"`
+	Spec struct {
+		HolderIdentity       *string `json:"holderIdentity"`
+		LeaseDurationSeconds *int32  `json:"leaseDurationSeconds"`
+	} `json:"spec"`
 }
 
 // ParseAuditLine reads one line of a JSON audit log. A line that is not an
 // audit.k8s.io Event with an audit ID, a stage, a verb and a received
-// timestamp gives an error wrapping [ErrMalformedAudit].
+// timestamp, or whose Lease request object cannot be read, gives an error
+// wrapping [ErrMalformedAudit].
 func ParseAuditLine(line []byte) (AuditRequest, error) {
 	var ev auditEvent
 	if err := json.Unmarshal(line, &ev); err != nil {
@@ -93,6 +114,22 @@ func ParseAuditLine(line []byte) (AuditRequest, error) {
 	}
 	if ev.ResponseStatus != nil {
 		r.Code = ev.ResponseStatus.Code
+	}
+	if len(ev.RequestObject) > 0 && r.Group == "coordination.k8s.io" && r.Resource == "leases" && r.Subresource == "" {
+		var l leaseObject
+		if err := json.Unmarshal(ev.RequestObject, &l); err != nil {
+			return AuditRequest{}, fmt.Errorf("%w: the Lease sent: %v", ErrMalformedAudit, err)
+		}
+		if l.Kind == "Lease" {
+			holder := ""
+			if l.Spec.HolderIdentity != nil {
+				holder = *l.Spec.HolderIdentity
+			}
+			r.Holder = &holder
+			if l.Spec.LeaseDurationSeconds != nil {
+				r.LeaseDuration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+			}
+		}
 	}
 	return r, nil
 }

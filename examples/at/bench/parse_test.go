@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"k8s.io/utils/ptr"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 )
@@ -25,6 +26,10 @@ const (
 	auditEventCreate    = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0b0b","stage":"ResponseComplete","requestURI":"/apis/events.k8s.io/v1/namespaces/n/events","verb":"create","user":{"username":"reconcilekit-2"},"objectRef":{"resource":"events","namespace":"n","name":"a.1","apiGroup":"events.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
 	auditListUncached   = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0c0c","stage":"ResponseComplete","requestURI":"/api/v1/namespaces/n/pods?labelSelector=a%3Db","verb":"list","user":{"username":"u"},"objectRef":{"resource":"pods","namespace":"n","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
 	auditListInformer   = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0d0d","stage":"ResponseComplete","requestURI":"/api/v1/pods?limit=500\u0026resourceVersion=0","verb":"list","user":{"username":"u"},"objectRef":{"resource":"pods","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":200},"requestReceivedTimestamp":"2026-11-22T14:46:48Z","stageTimestamp":"2026-11-22T14:46:48.001Z"}`
+	// Level Request for Leases: a range Lease acquired (created), and
+	// released (holder emptied).
+	auditLeaseCreate  = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"7edb74e1-0691-4dbc-9a87-e80824a6fcf5","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases","verb":"create","user":{"username":"sharded-x","groups":["system:masters","bench:controllers","system:authenticated"]},"objectRef":{"resource":"leases","namespace":"bench-leases","name":"at-1-of-2","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"responseStatus":{"metadata":{},"code":201},"requestObject":{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"at-1-of-2","namespace":"bench-leases","labels":{"shard.reconcilekit.dev/group":"at"}},"spec":{"holderIdentity":"vm_er65ywej9jtc","leaseDurationSeconds":4,"acquireTime":"2026-11-25T13:35:33.964132Z","renewTime":"2026-11-25T13:35:33.964132Z","leaseTransitions":0}},"requestReceivedTimestamp":"2026-11-25T13:35:33.966107Z","stageTimestamp":"2026-11-25T13:35:33.967714Z"}`
+	auditLeaseRelease = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"324f4809-35ba-462e-b84b-2cca9a27f543","stage":"ResponseComplete","requestURI":"/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases/at-1-of-2","verb":"update","user":{"username":"sharded-x"},"objectRef":{"resource":"leases","namespace":"bench-leases","name":"at-1-of-2","uid":"2bbb0e3c-f6ad-4dec-ad68-c8d5e6de6ef6","apiGroup":"coordination.k8s.io","apiVersion":"v1","resourceVersion":"228"},"responseStatus":{"metadata":{},"code":200},"requestObject":{"kind":"Lease","apiVersion":"coordination.k8s.io/v1","metadata":{"name":"at-1-of-2","namespace":"bench-leases","resourceVersion":"228","labels":{"shard.reconcilekit.dev/group":"at"}},"spec":{"holderIdentity":"","leaseDurationSeconds":1,"acquireTime":"2026-11-25T13:35:34.982418Z","renewTime":"2026-11-25T13:35:34.982418Z","leaseTransitions":0}},"requestReceivedTimestamp":"2026-11-25T13:35:34.982505Z","stageTimestamp":"2026-11-25T13:35:34.984016Z"}`
 )
 
 func at(s string) time.Time {
@@ -106,6 +111,26 @@ func TestParseAuditLine(t *testing.T) {
 				URI: "/api/v1/pods?limit=500&resourceVersion=0", Code: 200, Received: at("2026-11-22T14:46:48Z"), Staged: at("2026-11-22T14:46:48.001Z")},
 			wantClass: bench.ClassInformer, wantTarget: "list pods",
 		},
+		{
+			name: "a Lease acquired, at level Request: who it names holder, for how long",
+			line: auditLeaseCreate,
+			want: bench.AuditRequest{ID: "7edb74e1-0691-4dbc-9a87-e80824a6fcf5", Stage: "ResponseComplete", User: "sharded-x", Verb: "create",
+				Group: "coordination.k8s.io", Resource: "leases", Namespace: "bench-leases", Name: "at-1-of-2",
+				URI: "/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases", Code: 201,
+				Received: at("2026-11-25T13:35:33.966107Z"), Staged: at("2026-11-25T13:35:33.967714Z"),
+				Holder: ptr.To("vm_er65ywej9jtc"), LeaseDuration: 4 * time.Second},
+			wantClass: bench.ClassLeaderElection, wantTarget: "create leases",
+		},
+		{
+			name: "a Lease released: no holder",
+			line: auditLeaseRelease,
+			want: bench.AuditRequest{ID: "324f4809-35ba-462e-b84b-2cca9a27f543", Stage: "ResponseComplete", User: "sharded-x", Verb: "update",
+				Group: "coordination.k8s.io", Resource: "leases", Namespace: "bench-leases", Name: "at-1-of-2",
+				URI: "/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases/at-1-of-2", Code: 200,
+				Received: at("2026-11-25T13:35:34.982505Z"), Staged: at("2026-11-25T13:35:34.984016Z"),
+				Holder: ptr.To(""), LeaseDuration: time.Second},
+			wantClass: bench.ClassLeaderElection, wantTarget: "update leases",
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -159,6 +184,8 @@ func TestParseAuditLineRejects(t *testing.T) {
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"2026-11-22T14:46:48Z"}`,
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"get"}`,
 		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"get","requestReceivedTimestamp":"yesterday"}`,
+		`{"kind":"Event","apiVersion":"audit.k8s.io/v1","auditID":"a","stage":"ResponseComplete","verb":"update","requestReceivedTimestamp":"2026-11-22T14:46:48Z",` +
+			`"objectRef":{"resource":"leases","apiGroup":"coordination.k8s.io","name":"l"},"requestObject":{"kind":"Lease","spec":{"holderIdentity":7}}}`,
 	} {
 		if _, err := bench.ParseAuditLine([]byte(line)); !errors.Is(err, bench.ErrMalformedAudit) {
 			t.Errorf("ParseAuditLine(%q) error = %v, want ErrMalformedAudit", line, err)
@@ -189,7 +216,8 @@ func TestReadAuditKeepsOneRequestPerIDAndLeavesAPartialLine(t *testing.T) {
 }
 
 func FuzzParseAuditLine(f *testing.F) {
-	for _, l := range []string{auditPodCreate, auditLeaseGet404, auditDiscovery, auditWatchStart, auditStatusPatch409, auditEventCreate, auditListInformer, "", "{}"} {
+	for _, l := range []string{auditPodCreate, auditLeaseGet404, auditDiscovery, auditWatchStart, auditStatusPatch409, auditEventCreate, auditListInformer,
+		auditLeaseCreate, auditLeaseRelease, "", "{}"} {
 		f.Add([]byte(l))
 	}
 	f.Fuzz(func(t *testing.T, line []byte) {

@@ -39,15 +39,29 @@ const controllerGroup = "bench:controllers"
 // auditPolicy logs, at level Metadata (who, verb, resource, name, response
 // code, timestamps; no bodies), every request of a controller user, and
 // nothing else: the harness's own requests (creating Ats, playing the
-// kubelet, watching for DONE) are not in the log.
+// kubelet, watching for DONE) are not in the log. A controller user's
+// requests for Leases are logged at level Request: a Lease write then
+// carries the Lease sent, whose spec.holderIdentity says who holds it (the
+// sharded test reconstructs from it which replica held which range when).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
 rules:
+- level: Request
+  userGroups: ["` + controllerGroup + `"]
+  resources:
+  - group: "coordination.k8s.io"
+    resources: ["leases"]
 - level: Metadata
   userGroups: ["` + controllerGroup + `"]
 - level: None
 `
+
+// shardingGate is the kube-apiserver feature gate of server-side sharded
+// list and watch (KEP-5866): the plane runs with it on, so that a sharded
+// At's ShardSelector is honoured. Controllers that send no ShardSelector
+// are unaffected.
+const shardingGate = "ShardedListAndWatch=true"
 
 // leaseNamespace holds both controllers' leader election Leases.
 const leaseNamespace = "bench-leases"
@@ -66,8 +80,8 @@ type plane struct {
 	apiserverPID, etcdPID int
 }
 
-// startPlane starts a control plane with audit logging; it is stopped when
-// the test ends.
+// startPlane starts a control plane with audit logging and sharded list
+// and watch on (shardingGate); it is stopped when the test ends.
 func startPlane(tb testing.TB) *plane {
 	tb.Helper()
 	assets, err := testenv.FindAssets()
@@ -96,7 +110,8 @@ func startPlane(tb testing.TB) *plane {
 		// The log backend rotates at 100 MB by default, and a full run
 		// writes more: a file rotated under a tail's offset would hide
 		// requests. 0 disables rotation.
-		Set("audit-log-maxsize", "0")
+		Set("audit-log-maxsize", "0").
+		Set("feature-gates", shardingGate)
 	cfg, err := p.te.Start()
 	if err != nil {
 		tb.Fatalf("starting the audited control plane: %v", err)
@@ -196,10 +211,13 @@ func (p *plane) user(tb testing.TB, name string) string {
 }
 
 // auditTail follows the audit log from where it stood when the tail was
-// made, keeping the requests of one user, one per audit ID.
+// made, keeping the requests of the users it follows, one per audit ID.
 type auditTail struct {
-	path   string
+	path string
+	// user names what the tail follows (in its messages); keep says which
+	// users' requests it keeps.
 	user   string
+	keep   func(user string) bool
 	offset int64
 
 	mu    sync.Mutex
@@ -207,7 +225,15 @@ type auditTail struct {
 	index map[string]int
 }
 
+// tail follows the requests of one user.
 func (p *plane) tail(tb testing.TB, user string) *auditTail {
+	tb.Helper()
+	return p.tailUsers(tb, user, func(u string) bool { return u == user })
+}
+
+// tailUsers follows the requests of every user that keep accepts; what
+// names them in the tail's messages.
+func (p *plane) tailUsers(tb testing.TB, what string, keep func(user string) bool) *auditTail {
 	tb.Helper()
 	fi, err := os.Stat(p.auditLog)
 	var offset int64
@@ -217,11 +243,11 @@ func (p *plane) tail(tb testing.TB, user string) *auditTail {
 	case !errors.Is(err, os.ErrNotExist):
 		tb.Fatal(err)
 	}
-	return &auditTail{path: p.auditLog, user: user, offset: offset, index: map[string]int{}}
+	return &auditTail{path: p.auditLog, user: what, keep: keep, offset: offset, index: map[string]int{}}
 }
 
 // read takes in the lines written since the last read and returns every
-// request of the user so far.
+// request of the followed users so far.
 func (a *auditTail) read(tb testing.TB) []bench.AuditRequest {
 	tb.Helper()
 	a.mu.Lock()
@@ -242,7 +268,7 @@ func (a *auditTail) read(tb testing.TB) []bench.AuditRequest {
 	if _, err := f.Seek(a.offset, io.SeekStart); err != nil {
 		tb.Fatal(err)
 	}
-	reqs, n, err := bench.ReadAudit(f, func(r bench.AuditRequest) bool { return r.User == a.user })
+	reqs, n, err := bench.ReadAudit(f, func(r bench.AuditRequest) bool { return a.keep(r.User) })
 	if err != nil {
 		tb.Fatalf("audit log %s after byte %d: %v", a.path, a.offset, err)
 	}
@@ -379,6 +405,14 @@ func buildBinaries(tb testing.TB, profiling bool) binaries {
 	return b
 }
 
+// buildAt builds the At operator's binary alone, as buildBinaries does.
+func buildAt(tb testing.TB) binaries {
+	tb.Helper()
+	b := binaries{at: filepath.Join(tb.TempDir(), "at")}
+	goBuild(tb, b.at, atPackage)
+	return b
+}
+
 func goBuild(tb testing.TB, out, pkg string, flags ...string) {
 	tb.Helper()
 	args := append([]string{"build", "-o", out}, flags...)
@@ -420,6 +454,9 @@ type procOptions struct {
 	kubeconfig string
 	workers    int
 	pprof      bool
+	// args are flags added to the command line (the At's --shards and
+	// lease timings).
+	args []string
 }
 
 // startProc runs the controller's binary: same flags for both, leader
@@ -442,6 +479,7 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 	if k == upstreamGuardAt {
 		args = append(args, "--read-your-writes=controller-runtime")
 	}
+	args = append(args, o.args...)
 	var environ []string
 	if o.pprof {
 		p.pprof = addrs[2]
