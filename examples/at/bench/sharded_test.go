@@ -1,0 +1,632 @@
+package bench_test
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/shard"
+)
+
+// leaseTimings are a sharded At's leader election timings, for every one
+// of its range Leases.
+type leaseTimings struct{ duration, renew, retry time.Duration }
+
+// shardTimings are the sharded replicas' timings in the harness: a 4 s
+// lease, renewed every 500 ms (the retry period, which is also each
+// Member's balancing round), given up after 3 s without a renewal. Short,
+// so that the kill's expiry (lease duration + 2 rounds = 5 s) and the test
+// stay short; the renew deadline is 6 rounds, so that a renewal delayed by
+// a busy 2-core API server does not cost a replica its ranges; and the lease
+// is 1 s longer than the renew deadline, so that a replica that stops
+// renewing has stopped working (at the renew deadline) before another can
+// take its ranges. The e2e tests use 8 s / 6 s / 1 s; the shard package's
+// own tests 2 s / 1.5 s / 250 ms.
+var shardTimings = leaseTimings{duration: 4 * time.Second, renew: 3 * time.Second, retry: 500 * time.Millisecond}
+
+// shardRanges is the --shards of the sharded At in the harness: up to six
+// replicas can share the work, and one, two or three share it evenly.
+const shardRanges = 6
+
+// shardArgs are the flags that run the At sharded over shards ranges.
+func shardArgs(shards int, lt leaseTimings) []string {
+	return []string{fmt.Sprintf("--shards=%d", shards),
+		"--leader-elect-lease-duration", lt.duration.String(),
+		"--leader-elect-renew-deadline", lt.renew.String(),
+		"--leader-elect-retry-period", lt.retry.String()}
+}
+
+// rangeLeases returns whether a Lease name is that of one of the At's
+// shards ranges (shard.Member's "<name>-<i>-of-<n>"), not a member Lease.
+func rangeLeases(shards int) func(string) bool {
+	names := map[string]bool{}
+	for i := range shards {
+		names[rangeLease(i, shards)] = true
+	}
+	return func(name string) bool { return names[name] }
+}
+
+func rangeLease(i, shards int) string { return fmt.Sprintf("at-%d-of-%d", i, shards) }
+
+// startReplica runs the At binary sharded over shards ranges as a user of
+// its own, its Leases in leaseNamespace.
+func startReplica(tb testing.TB, pl *plane, bins binaries, user string, shards int, lt leaseTimings) *proc {
+	tb.Helper()
+	return startProc(tb, bins, libraryAt, user, procOptions{kubeconfig: pl.user(tb, user), workers: controller.DefaultWorkers,
+		args: shardArgs(shards, lt)})
+}
+
+// rangesHeld is how many ranges the process's Member holds and admits work
+// in (reconcilekit_shard_ranges_held).
+func (p *proc) rangesHeld() (int, error) {
+	v, n, err := p.scrape("reconcilekit_shard_ranges_held", map[string]string{"group": "at"})
+	if err != nil {
+		return 0, err
+	}
+	if n == 0 {
+		return 0, fmt.Errorf("%s: no reconcilekit_shard_ranges_held yet", p.name)
+	}
+	return int(v), nil
+}
+
+// waitBalanced waits until the processes hold the shards ranges between
+// them, each its share (shards / processes, rounded down or up), and
+// returns how long that took.
+func waitBalanced(tb testing.TB, procs []*proc, shards int, timeout time.Duration) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	held := make([]int, len(procs))
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		total := 0
+		for i, p := range procs {
+			if p.exited() {
+				return false, fmt.Errorf("%s exited: %v", p.name, p.waitErr)
+			}
+			n, err := p.rangesHeld()
+			if err != nil {
+				return false, nil // not serving yet
+			}
+			held[i] = n
+			total += n
+		}
+		lo, hi := shards/len(procs), (shards+len(procs)-1)/len(procs)
+		for _, n := range held {
+			if n < lo || n > hi {
+				return false, nil
+			}
+		}
+		return total == shards, nil
+	})
+	if err != nil {
+		names := make([]string, len(procs))
+		for i, p := range procs {
+			names[i] = p.name
+		}
+		tb.Fatalf("%v never held the %d ranges evenly between them within %s (holding %v): %v", names, shards, timeout, held, err)
+	}
+	return time.Since(start)
+}
+
+// leaseWritesPerSecond is the rate of user's accepted Lease writes received
+// in [from, to).
+func leaseWritesPerSecond(reqs []bench.AuditRequest, user string, from, to time.Time) float64 {
+	if !to.After(from) {
+		return 0
+	}
+	n := count(between(reqs, from, to), func(r bench.AuditRequest) bool {
+		return r.User == user && r.Resource == "leases" && r.Write() && r.Accepted()
+	})
+	return float64(n) / to.Sub(from).Seconds()
+}
+
+// statusHistory records every distinct status each At of a namespace
+// had, in order, from a watch that resumes where it stopped (one version
+// per status write that changed something), and when each was first seen
+// DONE.
+type statusHistory struct {
+	stop func()
+
+	mu   sync.Mutex
+	byAt map[string][]atv1.AtStatus
+	done map[string]time.Time
+	// lists counts the full lists: more than one means a watch could not
+	// resume and versions may be missing.
+	lists int
+}
+
+// startStatusHistory follows the Ats of namespace ns through c until its
+// stop is called or the test ends.
+func startStatusHistory(tb testing.TB, c client.WithWatch, ns string) *statusHistory {
+	tb.Helper()
+	h := &statusHistory{byAt: map[string][]atv1.AtStatus{}, done: map[string]time.Time{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Go(func() { h.follow(ctx, c, ns) })
+	var once sync.Once
+	h.stop = func() { once.Do(func() { cancel(); wg.Wait() }) }
+	tb.Cleanup(h.stop)
+	return h
+}
+
+func (h *statusHistory) follow(ctx context.Context, c client.WithWatch, ns string) {
+	rv := ""
+	for ctx.Err() == nil {
+		if rv == "" {
+			var l atv1.AtList
+			if err := c.List(ctx, &l, client.InNamespace(ns)); err != nil {
+				time.Sleep(100 * time.Millisecond)
+				continue
+			}
+			h.mu.Lock()
+			h.lists++
+			h.mu.Unlock()
+			for i := range l.Items {
+				h.see(&l.Items[i])
+			}
+			rv = l.ResourceVersion
+		}
+		w, err := c.Watch(ctx, &atv1.AtList{}, client.InNamespace(ns),
+			&client.ListOptions{Raw: &metav1.ListOptions{ResourceVersion: rv, AllowWatchBookmarks: true}})
+		if err != nil {
+			time.Sleep(100 * time.Millisecond)
+			continue
+		}
+		for ev := range w.ResultChan() {
+			switch ev.Type {
+			case watch.Added, watch.Modified, watch.Deleted:
+				if at, ok := ev.Object.(*atv1.At); ok {
+					h.see(at)
+					rv = at.ResourceVersion
+				}
+			case watch.Bookmark:
+				if o, ok := ev.Object.(client.Object); ok {
+					rv = o.GetResourceVersion()
+				}
+			case watch.Error:
+				rv = "" // expired: list again
+			}
+		}
+		w.Stop()
+	}
+}
+
+func (h *statusHistory) see(at *atv1.At) {
+	now := time.Now()
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	seen := h.byAt[at.Name]
+	var last atv1.AtStatus
+	if len(seen) > 0 {
+		last = seen[len(seen)-1]
+	}
+	if !equality.Semantic.DeepEqual(last, at.Status) {
+		h.byAt[at.Name] = append(seen, *at.Status.DeepCopy())
+	}
+	if _, ok := h.done[at.Name]; !ok && at.Status.Phase == atv1.PhaseDone {
+		h.done[at.Name] = now
+	}
+}
+
+// versions returns the statuses seen for each At, and how many times the
+// watch listed.
+func (h *statusHistory) versions() (map[string][]atv1.AtStatus, int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return maps.Clone(h.byAt), h.lists
+}
+
+// waitDone waits until n Ats have been seen DONE and returns when the last
+// of them was.
+func (h *statusHistory) waitDone(tb testing.TB, n int, timeout time.Duration) time.Time {
+	tb.Helper()
+	var last time.Time
+	got := 0
+	err := wait.PollUntilContextTimeout(context.Background(), 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		got = len(h.done)
+		if got < n {
+			return false, nil
+		}
+		for _, t := range h.done {
+			if t.After(last) {
+				last = t
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		tb.Fatalf("%d of %d Ats DONE after %s", got, n, timeout)
+	}
+	return last
+}
+
+// mayHaveApplied reports whether a write may have changed something: the
+// server accepted it (2xx), or its outcome is unknown (a 5xx, or no code),
+// as when the writer is killed with the request in flight: the server may
+// still apply it, and logs a 504. A refused write (4xx) changed nothing.
+func mayHaveApplied(r bench.AuditRequest) bool {
+	return r.Write() && (r.Accepted() || r.Code >= 500 || r.Code == 0)
+}
+
+// writeCount counts the writes of one target on one At: accepted, and of
+// unknown outcome (see mayHaveApplied).
+type writeCount struct{ accepted, unknown int }
+
+// allows reports whether the writes may have applied exactly want times:
+// no more were accepted, and want is within reach with those of unknown
+// outcome.
+func (c writeCount) allows(want int) bool {
+	return c.accepted <= want && want <= c.accepted+c.unknown
+}
+
+// phaseRank orders the phases an At goes through.
+var phaseRank = map[atv1.Phase]int{"": 0, atv1.PhasePending: 1, atv1.PhaseRunning: 2, atv1.PhaseDone: 3}
+
+// problems collects the failures of one check and reports how many there
+// were with the first few, instead of thousands of lines.
+type problems struct {
+	what string
+	list []string
+}
+
+func (p *problems) add(format string, args ...any) {
+	p.list = append(p.list, fmt.Sprintf(format, args...))
+}
+
+func (p *problems) report(tb testing.TB) {
+	tb.Helper()
+	if len(p.list) == 0 {
+		return
+	}
+	shown := p.list[:min(len(p.list), 15)]
+	tb.Errorf("%s: %d failures, the first %d:\n  %s", p.what, len(p.list), len(shown), strings.Join(shown, "\n  "))
+}
+
+// TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange runs the At
+// binary sharded (--shards=6, shardTimings), each replica a process of its
+// own authenticated as a user of its own, on 3,000 Ats created over 40 s
+// whose schedules are spread over 60 s, so that Ats are being created,
+// waiting and running throughout: one replica alone, then three, then one
+// of them stopped gracefully (SIGTERM: 3 → 2), a fourth started, and one
+// killed (SIGKILL: 3 → 2) while Ats still fall due. Then, from the audit
+// log: every At ends DONE with exactly one Pod; each At got exactly one
+// accepted Pod create and one accepted finalizer patch, and as many
+// accepted status writes as it had distinct statuses, each a step forward
+// (PENDING → RUNNING → DONE: no transition written twice); no other write
+// touched an At or its Pod. Who held which range when is reconstructed from
+// the Lease writes in the same log (see holdings), and must follow leader
+// election's rules; every accepted write to an At (ats, ats/status) or its
+// Pod by a replica was received while that replica held the At's range.
+// The stopped replica's ranges are held by others within 2 s of its
+// SIGTERM; the killed one's within a lease duration and two retry periods
+// of its SIGKILL (the bounds; no other timing is asserted). The
+// figures are logged.
+func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the At and starts a control plane of its own")
+	}
+	began := time.Now()
+	const (
+		n          = 3000
+		createOver = 60 * time.Second
+		firstDue   = 5 * time.Second // after the first creation
+		spreadOver = 80 * time.Second
+		// The replicas come and go at these offsets from the first
+		// creation.
+		scaleUpAt  = 10 * time.Second
+		stopAt     = 30 * time.Second
+		joinAt     = 40 * time.Second
+		killAt     = 60 * time.Second
+		balancedIn = 30 * time.Second // a bound for the waits, not asserted
+	)
+	lt := shardTimings
+	bins := buildAt(t)
+	pl := startPlane(t)
+	ns := pl.namespace(t, "sharded")
+	const userPrefix = "sharded-"
+	tail := pl.tailUsers(t, "the sharded replicas", func(u string) bool { return strings.HasPrefix(u, userPrefix) })
+	kl := startKubeletOn(t, pl.admin, ns, podRunTime)
+	hist := startStatusHistory(t, pl.admin, ns)
+	start := func(name string) *proc { return startReplica(t, pl, bins, userPrefix+name, shardRanges, lt) }
+
+	a := start("a")
+	waitBalanced(t, []*proc{a}, shardRanges, balancedIn)
+
+	createStart := time.Now()
+	ats := make([]*atv1.At, n)
+	for i := range ats {
+		due := createStart.Add(firstDue + spreadOver*time.Duration(i)/time.Duration(n-1)).Truncate(time.Millisecond)
+		ats[i] = newAt(ns, fmt.Sprintf("at-%05d", i), due)
+	}
+	created := make(chan error, 1)
+	go func() {
+		created <- eachPaced(ats, createOver/n, func(at *atv1.At) error { return pl.admin.Create(context.Background(), at) })
+	}()
+	offset := func() time.Duration { return time.Since(createStart).Round(time.Millisecond) }
+
+	time.Sleep(time.Until(createStart.Add(scaleUpAt)))
+	scaleUp := time.Now()
+	b, c := start("b"), start("c")
+	toThree := waitBalanced(t, []*proc{a, b, c}, shardRanges, balancedIn)
+	balanced3 := time.Now()
+	t.Logf("+%s: 1 → 3 replicas, balanced (2 ranges each) %s after the two started", scaleUp.Sub(createStart).Round(time.Millisecond), toThree.Round(time.Millisecond))
+
+	time.Sleep(time.Until(createStart.Add(stopAt)))
+	stopped := time.Now()
+	b.stop(t) // SIGTERM, and wait for it to exit
+	if b.waitErr != nil {
+		t.Errorf("%s, stopped with SIGTERM, exited with %v", b.name, b.waitErr)
+	}
+	t.Logf("+%s: %s stopped gracefully (SIGTERM), exited %s later", stopped.Sub(createStart).Round(time.Millisecond), b.name, time.Since(stopped).Round(time.Millisecond))
+	waitBalanced(t, []*proc{a, c}, shardRanges, balancedIn)
+
+	time.Sleep(time.Until(createStart.Add(joinAt)))
+	d := start("d")
+	waitBalanced(t, []*proc{a, c, d}, shardRanges, balancedIn)
+	balancedD := time.Now()
+	t.Logf("+%s: %s joined, 3 replicas balanced", offset(), d.name)
+
+	time.Sleep(time.Until(createStart.Add(killAt)))
+	killed := time.Now()
+	if err := c.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatalf("killing %s: %v", c.name, err)
+	}
+	<-c.done
+	t.Logf("+%s: %s killed (SIGKILL)", killed.Sub(createStart).Round(time.Millisecond), c.name)
+	afterKill := waitBalanced(t, []*proc{a, d}, shardRanges, balancedIn)
+	balanced2 := time.Now()
+	t.Logf("+%s: %s and %s hold 3 ranges each, %s after the kill", offset(), a.name, d.name, afterKill.Round(time.Millisecond))
+
+	if err := <-created; err != nil {
+		t.Fatalf("creating the Ats: %v", err)
+	}
+	lastDone := hist.waitDone(t, n, 3*time.Minute)
+	tail.waitQuiet(t, lastDone, quietPeriod, time.Minute)
+	t.Logf("+%s: every At DONE (the last %s after the last schedule)", lastDone.Sub(createStart).Round(time.Millisecond),
+		lastDone.Sub(createStart.Add(firstDue+spreadOver)).Round(time.Millisecond))
+	end := time.Now()
+	reqs := tail.read(t)
+	hist.stop()
+	kl.stop()
+
+	// Every At DONE with exactly one Pod.
+	ctx := context.Background()
+	var atList atv1.AtList
+	if err := pl.admin.List(ctx, &atList, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var podList corev1.PodList
+	if err := pl.admin.List(ctx, &podList, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	podsOf := map[string]int{}
+	for i := range podList.Items {
+		podsOf[atOf(&podList.Items[i])]++
+	}
+	seen := kl.podsSeen()
+	done := problems{what: "every At DONE with exactly one Pod"}
+	if len(atList.Items) != n {
+		done.add("%d Ats, want %d", len(atList.Items), n)
+	}
+	rangeOf := map[string]int{} // At name -> its range
+	podAt := map[string]string{}
+	for i := range atList.Items {
+		at := &atList.Items[i]
+		if at.Status.Phase != atv1.PhaseDone || podsOf[at.Name] != 1 || seen[at.Name] != 1 {
+			done.add("%s: phase %q, %d Pods now, %d seen by the kubelet", at.Name, at.Status.Phase, podsOf[at.Name], seen[at.Name])
+		}
+		r, err := shard.Of(at, shardRanges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rangeOf[at.Name] = r
+		podAt[controller.PodName(at)] = at.Name
+	}
+	done.report(t)
+
+	// Who held which range when, from the Lease writes.
+	hs, broken := holdings(reqs, rangeLeases(shardRanges))
+	leaseRules := problems{what: "the range Leases changed hands as leader election allows", list: broken}
+	leaseRules.report(t)
+
+	// Each At's and each Pod's writes: how many, by whom, when.
+	type atWrites struct {
+		counts map[string]writeCount // by target
+		users  map[string]bool
+		// all are every request on the At or its Pod, for the failures.
+		all []string
+	}
+	writes := map[string]*atWrites{}
+	perTarget := map[string]int{}
+	var unknownOutcome []string
+	fenced := problems{what: "every write to an At or its Pod received while its writer held the At's range"}
+	unknown := problems{what: "every write to an At or a Pod is to one of the test's Ats or their Pods"}
+	for _, r := range reqs {
+		if r.Resource != "ats" && r.Resource != "pods" || r.Name == "" {
+			continue
+		}
+		name := r.Name
+		if r.Resource == "pods" {
+			name = podAt[r.Name]
+		}
+		rng, ok := rangeOf[name]
+		if (!ok || r.Namespace != ns) && mayHaveApplied(r) {
+			unknown.add("%s: %s %s/%s (%d)", r.User, r.Target(), r.Namespace, r.Name, r.Code)
+		}
+		if !ok {
+			continue
+		}
+		w := writes[name]
+		if w == nil {
+			w = &atWrites{counts: map[string]writeCount{}, users: map[string]bool{}}
+			writes[name] = w
+		}
+		w.all = append(w.all, fmt.Sprintf("%s→%s %s %s %s %d", stamp(r.Received), stamp(r.Staged), r.User, r.Target(), r.Name, r.Code))
+		if !mayHaveApplied(r) {
+			continue
+		}
+		c := w.counts[r.Target()]
+		if r.Accepted() {
+			c.accepted++
+			perTarget[r.Target()]++
+		} else {
+			c.unknown++
+			unknownOutcome = append(unknownOutcome, fmt.Sprintf("%s %s %s at %s: %d", r.User, r.Target(), r.Name, stamp(r.Received), r.Code))
+		}
+		w.counts[r.Target()] = c
+		w.users[r.User] = true
+		if _, ok := heldBy(hs, rangeLease(rng, shardRanges), r.User, r.Received); !ok {
+			fenced.add("%s: %s %s of At %s (range %d) at %s (%d), without holding %s", r.User, r.Target(), r.Name, name, rng,
+				stamp(r.Received), r.Code, rangeLease(rng, shardRanges))
+		}
+	}
+	unknown.report(t)
+	fenced.report(t)
+
+	versions, lists := hist.versions()
+	if lists != 1 {
+		t.Errorf("the watch of the Ats' statuses listed %d times, want 1: versions may be missing", lists)
+	}
+	once := problems{what: "each At: one Pod create, one finalizer patch, one status write per status, each a step forward, nothing else"}
+	moved := 0
+	for _, at := range atList.Items {
+		w := writes[at.Name]
+		if w == nil {
+			once.add("%s: no write", at.Name)
+			continue
+		}
+		if len(w.users) > 1 {
+			moved++
+		}
+		statuses := versions[at.Name]
+		want := map[string]int{"create pods": 1, "patch ats": 1, "patch ats/status": len(statuses)}
+		var wrong []string
+		targets := maps.Clone(want)
+		for k := range w.counts {
+			targets[k] += 0
+		}
+		for _, target := range slices.Sorted(maps.Keys(targets)) {
+			if c := w.counts[target]; !c.allows(want[target]) {
+				wrong = append(wrong, fmt.Sprintf("%s: %d accepted + %d of unknown outcome, want %d", target, c.accepted, c.unknown, want[target]))
+			}
+		}
+		prev := atv1.Phase("")
+		for _, st := range statuses {
+			if phaseRank[st.Phase] <= phaseRank[prev] {
+				wrong = append(wrong, "a status that did not move the phase forward")
+				break
+			}
+			prev = st.Phase
+		}
+		if len(wrong) > 0 {
+			once.add("%s (written by %v): %s; statuses %v; its requests: %s", at.Name, slices.Sorted(maps.Keys(w.users)),
+				strings.Join(wrong, "; "), phasesOf(statuses), strings.Join(w.all, ", "))
+		}
+	}
+	once.report(t)
+	if moved == 0 {
+		t.Errorf("no At was written by more than one replica: the ranges never changed hands under work")
+	}
+
+	// The hand-overs.
+	graceful := handoverAfter(hs, b.name, stopped)
+	if len(graceful.leases) == 0 || !graceful.taken || graceful.after > 2*time.Second {
+		t.Errorf("%s held %v when stopped gracefully; held by others %s later (all taken: %t), want within 2 s", b.name, graceful.leases, graceful.after, graceful.taken)
+	}
+	for lease, end := range graceful.ends {
+		if end != endReleased {
+			t.Errorf("%s, stopped gracefully, did not release %s: its holding %s", b.name, lease, end)
+		}
+	}
+	kill := handoverAfter(hs, c.name, killed)
+	if bound := lt.duration + 2*lt.retry; len(kill.leases) == 0 || !kill.taken || kill.after > bound {
+		t.Errorf("%s held %v when killed; held by others %s later (all taken: %t), want within %s (lease duration + 2 × retry period)",
+			c.name, kill.leases, kill.after, kill.taken, bound)
+	}
+	var lastRenewal time.Time
+	for _, h := range hs {
+		if h.user == c.name && h.lastWrite.Before(killed) && h.lastWrite.After(lastRenewal) {
+			lastRenewal = h.lastWrite
+		}
+	}
+
+	// The figures.
+	t.Logf("graceful stop of %s: its %d ranges %v released and held by others %s after SIGTERM (bound 2 s)",
+		b.name, len(graceful.leases), graceful.leases, graceful.after.Round(time.Millisecond))
+	t.Logf("kill of %s: its %d ranges %v held by others %s after SIGKILL, %s after its last renewal (bound %s after the kill)",
+		c.name, len(kill.leases), kill.leases, kill.after.Round(time.Millisecond), killed.Add(kill.after).Sub(lastRenewal).Round(time.Millisecond),
+		lt.duration+2*lt.retry)
+	var per []string
+	for _, k := range slices.Sorted(maps.Keys(perTarget)) {
+		per = append(per, fmt.Sprintf("%s %.2f", k, float64(perTarget[k])/n))
+	}
+	events := count(reqs, func(r bench.AuditRequest) bool { return isEventWrite(r) && r.Accepted() })
+	t.Logf("accepted writes per At: %s; events %.2f; %d Ats (%.0f%%) written by more than one replica as their range moved",
+		strings.Join(per, ", "), float64(events)/n, moved, 100*float64(moved)/n)
+	t.Logf("writes of unknown outcome (the server answered 5xx: the killed replica's requests in flight): %d %v", len(unknownOutcome), unknownOutcome)
+	for _, w := range []struct {
+		what     string
+		procs    []*proc
+		from, to time.Time
+	}{
+		{"3 replicas, 2 ranges each", []*proc{a, b, c}, balanced3, stopped},
+		{"3 replicas after the join, 2 ranges each", []*proc{a, c, d}, balancedD, killed},
+		{"2 replicas after the kill, 3 ranges each", []*proc{a, d}, balanced2, end},
+	} {
+		var rates []string
+		for _, p := range w.procs {
+			rates = append(rates, fmt.Sprintf("%s %.1f", p.name, leaseWritesPerSecond(reqs, p.name, w.from, w.to)))
+		}
+		t.Logf("Lease writes per second per replica, %s (%s): %s", w.what, w.to.Sub(w.from).Round(100*time.Millisecond), strings.Join(rates, ", "))
+	}
+	rounds := map[string][]time.Duration{}
+	lastMember := map[string]time.Time{}
+	for _, r := range reqs {
+		if r.Resource != "leases" || !strings.HasPrefix(r.Name, "at-member-") || r.Verb != "update" || !r.Accepted() {
+			continue
+		}
+		if prev, ok := lastMember[r.User]; ok {
+			rounds[r.User] = append(rounds[r.User], r.Received.Sub(prev))
+		}
+		lastMember[r.User] = r.Received
+	}
+	for _, u := range slices.Sorted(maps.Keys(rounds)) {
+		d := bench.Summarize(rounds[u])
+		t.Logf("%s: balancing rounds (member Lease renewals) every %s at the median, %s at p99, %s at most", u, d.P50.Round(time.Millisecond), d.P99.Round(time.Millisecond), d.Max.Round(time.Millisecond))
+	}
+	t.Logf("%s's member Lease last renewed %s before the kill", c.name, killed.Sub(lastMember[c.name]).Round(time.Millisecond))
+	for _, h := range hs {
+		if h.user == c.name && h.to.After(killed) {
+			t.Logf("%s: last renewed by %s %s before the kill, expired %s after it", h.lease, c.name, killed.Sub(h.lastWrite).Round(time.Millisecond), h.to.Sub(killed).Round(time.Millisecond))
+		}
+		if h.user != c.name && h.from.After(killed) && h.from.Before(killed.Add(time.Minute)) && slices.Contains(kill.leases, h.lease) {
+			t.Logf("%s: taken by %s %s after the kill", h.lease, h.user, h.from.Sub(killed).Round(time.Millisecond))
+		}
+	}
+	t.Logf("the test took %s", time.Since(began).Round(time.Second))
+}
+
+func phasesOf(sts []atv1.AtStatus) []atv1.Phase {
+	out := make([]atv1.Phase, len(sts))
+	for i, st := range sts {
+		out[i] = st.Phase
+	}
+	return out
+}
