@@ -62,6 +62,7 @@ var (
 	diffBench    = flag.String("at.diffbench", "", "`go test -bench` output of the library's packages (see packageBenchmarks) to fold into the report")
 	commandLine  = flag.String("at.command", "make bench", "the command to quote in the report")
 	writeCostN   = flag.Int("at.writecost.n", 1000, "Ats that get each kind of write when measuring what a write costs the API server; 0 skips it")
+	shardedN     = flag.Int("at.sharded", 60, "Ats at one instant in the sharded scenario: the At as one replica, then with --shards=6 as 3 replicas (0: no sharded scenario)")
 )
 
 func init() {
@@ -80,7 +81,7 @@ func benchPlan() plan {
 		spreadN = benchSizes[0]
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, rounds: benchRounds, spreadN: spreadN, spread: *benchSpread,
-		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, profiles: *cpuProfiles, profileFor: *cpuFor}
+		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, sharded: *shardedN, profiles: *cpuProfiles, profileFor: *cpuFor}
 }
 
 // BenchmarkAt measures the At controllers (the library's, the hand-written
@@ -101,6 +102,9 @@ func BenchmarkAt(b *testing.B) {
 		}
 	}
 	fmt.Printf("\n%s", headline(cmp))
+	if cmp.sharded != nil {
+		fmt.Printf("\n%s", shardedSection(*cmp.sharded))
+	}
 	if *reportPath == "" {
 		return
 	}
@@ -131,9 +135,9 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	fmt.Fprintf(&r, "Regenerate with the same command; the figures below are the last run's, not targets. It runs:\n\n")
 	fmt.Fprintf(&r, "```sh\ngo test -run '^$' -bench . -benchmem "+packageBenchmarks+" > packages.bench\n"+
 		"go test -run '^$' -bench BenchmarkAt -benchtime=1x -timeout 300m ./examples/at/bench/ \\\n"+
-		"  -args -at.n=%s -at.workers=%s -at.rounds=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.pace=%s -at.writecost.n=%d \\\n"+
+		"  -args -at.n=%s -at.workers=%s -at.rounds=%s -at.spread=%s -at.spread.n=%d -at.unrelated=%d -at.pace=%s -at.writecost.n=%d -at.sharded=%d \\\n"+
 		"  -at.report=BENCHMARKS.md -at.diffbench=packages.bench",
-		(*ints)(&pn.sizes), (*ints)(&pn.workers), (*ints)(&pn.rounds), pn.spread, pn.spreadN, pn.unrelated, pn.pace, pn.writeCostN)
+		(*ints)(&pn.sizes), (*ints)(&pn.workers), (*ints)(&pn.rounds), pn.spread, pn.spreadN, pn.unrelated, pn.pace, pn.writeCostN, pn.sharded)
 	if pn.profiles != "" {
 		fmt.Fprintf(&r, " -at.cpuprofile=%s -at.cpuprofile.for=%s", pn.profiles, pn.profileFor)
 	}
@@ -167,6 +171,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 			}
 			fmt.Fprintf(&r, "\n\n%s", t.table(rd).Markdown())
 		}
+	}
+	if cmp.sharded != nil {
+		fmt.Fprintf(&r, "\n## The At sharded (issue 25)\n\n")
+		r.WriteString(shardedSection(*cmp.sharded))
 	}
 	if len(diff) > 0 {
 		fmt.Fprintf(&r, "\n## The packages (drift, freshness, status)\n\n")

@@ -472,6 +472,9 @@ type plan struct {
 	// when measuring what a write costs (see measureWriteCosts), in
 	// writeCostRounds rounds, after the scenarios.
 	writeCostN int
+	// sharded, when above zero, is how many Ats at one instant the sharded
+	// scenario creates (see measureShardedTrial), once, after the trials.
+	sharded int
 	// profiles, when set, is a directory for a CPU profile of each
 	// controller in the first round of the first scenario, profileFor long.
 	profiles   string
@@ -525,6 +528,8 @@ type comparison struct {
 	serverVersion string
 	// writeCosts is what each kind of write cost the plane, when measured.
 	writeCosts []writeCost
+	// sharded is the sharded scenario, when measured.
+	sharded *shardedTrial
 }
 
 // writeCostRounds is how many times each kind of write is measured.
@@ -567,6 +572,11 @@ func compare(tb testing.TB, pn plan) comparison {
 			cleanup()
 		}
 		cmp.trials = append(cmp.trials, t)
+	}
+	if pn.sharded > 0 {
+		tb.Logf("sharded: %d Ats at one instant, one replica, then %d replicas over %d ranges", pn.sharded, shardedReplicas, shardRanges)
+		st := measureShardedTrial(tb, pl, bins, pn.sharded, pn.pace)
+		cmp.sharded = &st
 	}
 	if pn.writeCostN > 0 {
 		tb.Logf("what a write costs: %d Ats per kind, %d rounds", pn.writeCostN, writeCostRounds)
@@ -798,12 +808,13 @@ func (t trial) table(rd round) *bench.Table {
 
 // TestSideBySideSmoke runs the benchmark's harness at 20 Ats (one instant
 // with 4 workers, two rounds, with the At on controller-runtime's guard
-// too; 20 unrelated Pods; a spread over 3 s), so that it cannot rot, and
-// checks counts (never timings): every request is attributed to its
-// controller, one Pod per At, no write when resyncing DONE Ats for the
-// controllers that record conditions, at most one write per At more than
-// the naive controller from creation to DONE leaving events aside, and the
-// report renders.
+// too; 20 unrelated Pods; a spread over 3 s) and its sharded scenario at 60
+// Ats, so that it cannot rot, and checks counts (never timings): every
+// request is attributed to its controller, one Pod per At, no write when
+// resyncing DONE Ats for the controllers that record conditions, at most
+// one write per At more than the naive controller from creation to DONE
+// leaving events aside, the sharded replicas each holding their share and
+// caching each At and Pod once between them, and the report renders.
 func TestSideBySideSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the controllers and starts a control plane of its own")
@@ -811,8 +822,9 @@ func TestSideBySideSmoke(t *testing.T) {
 	started := time.Now()
 	load := loadAverage()
 	const writeCostN = 20
+	const shardedN = 60
 	cmp := compare(t, plan{sizes: []int{20}, workers: []int{4}, rounds: []int{2}, spreadN: 20, spread: 3 * time.Second,
-		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN})
+		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN})
 	if len(cmp.writeCosts) != len(writeKinds()) {
 		t.Errorf("%d kinds of write measured, want %d", len(cmp.writeCosts), len(writeKinds()))
 	}
@@ -868,9 +880,14 @@ func TestSideBySideSmoke(t *testing.T) {
 			}
 		}
 	}
+	if cmp.sharded == nil {
+		t.Fatal("no sharded scenario")
+	}
+	checkShardedTrial(t, *cmp.sharded, shardedN)
 	report := renderReport(t, cmp, nil, started, load)
 	for _, want := range []string{"reconcilekit ÷ hand-written", "| kube-apiserver | v1.", "20 Ats at one instant, 4 workers, round 2 of 2",
-		"20 unrelated Pods", "### What each write costs the API server", "controller-runtime's guard against freshness", "Memory with 20 unrelated Pods"} {
+		"20 unrelated Pods", "### What each write costs the API server", "controller-runtime's guard against freshness", "Memory with 20 unrelated Pods",
+		"## The At sharded (issue 25)", "Each sharded replica ÷ the single replica"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}
