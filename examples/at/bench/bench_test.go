@@ -449,6 +449,7 @@ var reliabilityTests = []string{
 	"`TestTheAPIServerRejectsInvalidAts`: a schedule that is not a date-time, an empty schedule or command, and a command over 4096 bytes are rejected by the CRD.",
 	"`TestBadInputHasADefinedOutcomeAndNoHotLoop`: an unparsable schedule the CRD lets through → Stalled with one Warning event; a schedule in year 9999 → PENDING; a spec edited while RUNNING → observedGeneration follows, the Pod is untouched; no reconcile at all in the 3 s after they settle.",
 	"`TestAStaleCachedAtDoesNotLoseItsPodsCompletion`: a reconcile that reads a stale PENDING At after its Pod finished must not leave it RUNNING for good.",
+	"`TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange`: the At binary sharded over 6 ranges (4 s lease, 500 ms retry period), each replica its own process and user, on 3,000 Ats created over 60 s and due over 80 s; 1 → 3 replicas, a graceful stop, a fourth joining, a kill -9. From the audit log: every At DONE with exactly one Pod; one Pod create, one finalizer patch and one status write per status (each a step forward) per At, nothing else; every write to an At or its Pod received while its writer held the At's range (holdings rebuilt from the Lease writes, which follow leader election's rules); the stopped replica's ranges held by others within 2 s, the killed one's within the lease duration plus two retry periods.",
 }
 
 // packageTable renders go test -bench results of the library's packages:

@@ -18,12 +18,17 @@
 // /proc/<pid>/status and its reconciles from its metrics endpoint. A harness
 // plays the kubelet. `make bench` runs the full sizes and writes
 // BENCHMARKS.md; a reduced smoke run (20 Ats) is part of the ordinary
-// `go test`. The reliability tests run the At controller in-process under a
+// `go test`. The At sharded is measured the same way (three replicas over
+// six ranges against one replica: memory, cached objects, Lease writes),
+// and a test proves from the audit log that sharded replicas write each At
+// once, each write from the replica that held the At's range, through
+// scaling, a graceful stop and a kill. The reliability tests run the At controller in-process under a
 // manager of the package's shared control plane.
 //
 // The exported part is what the report needs and nothing else: the parsers
 // of what the harness reads ([ParseAuditLine] and [ReadAudit] for the audit
-// log, with [AuditRequest.Class] sorting requests by what sent them;
+// log, with [AuditRequest.Class] sorting requests by what sent them and
+// [AuditRequest.Holder] saying whom a Lease write names holder;
 // [ParseProcStatus] for /proc/<pid>/status, [ParseProcStat] for
 // /proc/<pid>/stat (the control plane's CPU); [SumMetric] for a metrics
 // endpoint), and the arithmetic of the report: [Summarize] turns samples
