@@ -31,8 +31,8 @@ type leaseTimings struct{ duration, renew, retry time.Duration }
 // shardTimings are the sharded replicas' timings in the harness: a 4 s
 // lease, renewed every 500 ms (the retry period, which is also each
 // Member's balancing round), given up after 3 s without a renewal. Short,
-// so that the kill's expiry (lease duration + 2 rounds = 5 s) and the test
-// stay short; the renew deadline is 6 rounds, so that a renewal delayed by
+// so that the test and the kill's bound (lease duration + 2 retry periods,
+// 5 s) stay short; the renew deadline is 6 rounds, so that a renewal delayed by
 // a busy 2-core API server does not cost a replica its ranges; and the lease
 // is 1 s longer than the renew deadline, so that a replica that stops
 // renewing has stopped working (at the renew deadline) before another can
@@ -301,19 +301,23 @@ func (p *problems) report(tb testing.TB) {
 
 // TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange runs the At
 // binary sharded (--shards=6, shardTimings), each replica a process of its
-// own authenticated as a user of its own, on 3,000 Ats created over 40 s
-// whose schedules are spread over 60 s, so that Ats are being created,
+// own authenticated as a user of its own, on 3,000 Ats created over 60 s
+// whose schedules are spread over 80 s, so that Ats are being created,
 // waiting and running throughout: one replica alone, then three, then one
 // of them stopped gracefully (SIGTERM: 3 → 2), a fourth started, and one
 // killed (SIGKILL: 3 → 2) while Ats still fall due. Then, from the audit
 // log: every At ends DONE with exactly one Pod; each At got exactly one
 // accepted Pod create and one accepted finalizer patch, and as many
-// accepted status writes as it had distinct statuses, each a step forward
-// (PENDING → RUNNING → DONE: no transition written twice); no other write
-// touched an At or its Pod. Who held which range when is reconstructed from
-// the Lease writes in the same log (see holdings), and must follow leader
-// election's rules; every accepted write to an At (ats, ats/status) or its
-// Pod by a replica was received while that replica held the At's range.
+// accepted status writes as it had distinct statuses (seen on a watch),
+// each a step forward (PENDING → RUNNING → DONE: no transition written
+// twice); no other write touched an At or its Pod. A write the killed
+// replica had in flight may have been applied with its response lost (the
+// server logs a 5xx): it may stand for the accepted one it replaces, never
+// add to it (see writeCount). Who held which range when is reconstructed
+// from the Lease writes in the same log (see holdings), and must follow
+// leader election's rules; every write to an At (ats, ats/status) or its
+// Pod by a replica that may have been applied was received while that
+// replica held the At's range.
 // The stopped replica's ranges are held by others within 2 s of its
 // SIGTERM; the killed one's within a lease duration and two retry periods
 // of its SIGKILL (the bounds; no other timing is asserted). The
