@@ -256,8 +256,10 @@ func TestParseProcStatus(t *testing.T) {
 		want    bench.ProcMemory
 		wantErr bool
 	}{
-		{name: "a running process", status: procStatus, want: bench.ProcMemory{RSS: 65536 * 1024, HWM: 71234 * 1024}},
+		{name: "a running process", status: procStatus, want: bench.ProcMemory{RSS: 65536 * 1024, HWM: 71234 * 1024, Anon: 40000 * 1024}},
 		{name: "spaces instead of tabs", status: "VmHWM: 1 kB\nVmRSS: 0 kB\n", want: bench.ProcMemory{RSS: 0, HWM: 1024}},
+		{name: "with RssAnon", status: "VmHWM:\t9 kB\nVmRSS:\t8 kB\nRssAnon:\t5 kB\nRssFile:\t3 kB\n", want: bench.ProcMemory{RSS: 8 * 1024, HWM: 9 * 1024, Anon: 5 * 1024}},
+		{name: "RssAnon not kB", status: "VmHWM:\t9 kB\nVmRSS:\t8 kB\nRssAnon:\t5 MB\n", wantErr: true},
 		{name: "a zombie has no Vm lines", status: "Name:\tat\nState:\tZ (zombie)\n", wantErr: true},
 		{name: "VmHWM missing", status: "VmRSS:\t1 kB\n", wantErr: true},
 		{name: "not kB", status: "VmHWM:\t1 MB\nVmRSS:\t1 kB\n", wantErr: true},

@@ -17,22 +17,26 @@ type ProcMemory struct {
 	// HWM is the peak resident set size since the process started (VmHWM,
 	// the kernel's high-water mark), in bytes.
 	HWM uint64
+	// Anon is the anonymous part of RSS now (RssAnon: heap, stacks; not
+	// the pages of the binary and other files), in bytes; 0 when the
+	// kernel does not say.
+	Anon uint64
 }
 
 // ErrMalformedProcStatus is wrapped by the error [ParseProcStatus] returns
 // when the status has no VmRSS or VmHWM, or one that cannot be read.
 var ErrMalformedProcStatus = errors.New("bench: malformed /proc/<pid>/status")
 
-// ParseProcStatus reads VmRSS and VmHWM from the contents of
-// /proc/<pid>/status ("VmHWM:\t   71234 kB"). Both must be present (a
-// zombie or a kernel thread has neither) and given in kB.
+// ParseProcStatus reads VmRSS, VmHWM and RssAnon from the contents of
+// /proc/<pid>/status ("VmHWM:\t   71234 kB"). VmRSS and VmHWM must be
+// present (a zombie or a kernel thread has neither); all are given in kB.
 func ParseProcStatus(r io.Reader) (ProcMemory, error) {
 	var m ProcMemory
 	var seenRSS, seenHWM bool
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		key, value, ok := strings.Cut(sc.Text(), ":")
-		if !ok || (key != "VmRSS" && key != "VmHWM") {
+		if !ok || (key != "VmRSS" && key != "VmHWM" && key != "RssAnon") {
 			continue
 		}
 		f := strings.Fields(value)
@@ -43,10 +47,13 @@ func ParseProcStatus(r io.Reader) (ProcMemory, error) {
 		if err != nil || kb > math.MaxUint64/1024 {
 			return ProcMemory{}, fmt.Errorf("%w: %s %q: want a number of kB", ErrMalformedProcStatus, key, strings.TrimSpace(value))
 		}
-		if key == "VmRSS" {
+		switch key {
+		case "VmRSS":
 			m.RSS, seenRSS = kb*1024, true
-		} else {
+		case "VmHWM":
 			m.HWM, seenHWM = kb*1024, true
+		default:
+			m.Anon = kb * 1024
 		}
 	}
 	if err := sc.Err(); err != nil {

@@ -445,8 +445,9 @@ type proc struct {
 	done    chan struct{}
 	waitErr error
 
-	peakRSS atomic.Uint64 // the largest VmRSS sampled
-	hwm     atomic.Uint64 // the last VmHWM read
+	peakRSS  atomic.Uint64 // the largest VmRSS sampled
+	peakAnon atomic.Uint64 // the largest RssAnon sampled
+	hwm      atomic.Uint64 // the last VmHWM read
 }
 
 // procOptions say how to run a controller process.
@@ -528,6 +529,9 @@ func (p *proc) sample() {
 		if m, err := p.memory(); err == nil {
 			if m.RSS > p.peakRSS.Load() {
 				p.peakRSS.Store(m.RSS)
+			}
+			if m.Anon > p.peakAnon.Load() {
+				p.peakAnon.Store(m.Anon)
 			}
 			p.hwm.Store(m.HWM)
 		}

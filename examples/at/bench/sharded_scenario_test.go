@@ -39,6 +39,10 @@ type replicaFigures struct {
 	// hwm is the process's VmHWM once every At was DONE, sampledRSS the
 	// largest VmRSS sampled every 100 ms.
 	hwm, sampledRSS uint64
+	// anon is the largest RssAnon sampled every 100 ms: the memory that is
+	// the process's own (heap, stacks), without the binary's file pages,
+	// which every process of the binary shares in the page cache.
+	anon uint64
 	// cached is how many objects its cache held once every At was DONE,
 	// and cachedFrom where that figure comes from: "gauge" (cachedGauge),
 	// "API" (the unsharded replica, which caches every At and every Pod
@@ -151,6 +155,7 @@ func measureReplicas(tb testing.TB, pl *plane, bins binaries, n int, pace time.D
 	for _, p := range procs {
 		f := replicaFigures{name: p.name}
 		f.hwm, f.sampledRSS = p.peak(tb)
+		f.anon = p.peakAnon.Load()
 		if shards == 0 {
 			f.cached, f.cachedFrom = float64(len(everyAt.Items)+len(everyPod.Items)), "API"
 		} else if v, samples, err := p.scrape(cachedGauge, map[string]string{"group": "at"}); err == nil && samples > 0 {
@@ -232,6 +237,7 @@ func shardedSection(t shardedTrial) string {
 	}
 	row("peak RSS (VmHWM)", func(r replicaFigures) string { return bench.MiB(float64(r.hwm)) })
 	row("largest VmRSS sampled every 100 ms", func(r replicaFigures) string { return bench.MiB(float64(r.sampledRSS)) })
+	row("largest RssAnon sampled every 100 ms (RSS without the binary's file pages)", func(r replicaFigures) string { return bench.MiB(float64(r.anon)) })
 	row("objects in its cache (Ats and their Pods)", func(r replicaFigures) string {
 		switch r.cachedFrom {
 		case "API":
@@ -264,6 +270,7 @@ func shardedSection(t shardedTrial) string {
 	}{
 		{"peak RSS (VmHWM)", func(r replicaFigures) (float64, bool) { return float64(r.hwm), true }},
 		{"objects in its cache", func(r replicaFigures) (float64, bool) { return r.cached, r.cachedFrom != "" }},
+		{"largest RssAnon sampled (not a goal of the issue: its own memory, file pages aside)", func(r replicaFigures) (float64, bool) { return float64(r.anon), r.anon > 0 }},
 	} {
 		ratios := t.ratios(g.of)
 		fmt.Fprintf(&b, "| %s |", g.metric)
