@@ -215,7 +215,23 @@ func (m *Member) Start(ctx context.Context) error {
 	ctx = log.IntoContext(ctx, logger)
 
 	_, _, retry := m.timings()
-	wait.JitterUntilWithContext(ctx, m.balance, retry, 0.2, true)
+	for ctx.Err() == nil {
+		// A round every RetryPeriod (jittered), and one at the moment a
+		// Lease another replica holds expires by this replica's clock, so
+		// that a dead replica's ranges move as soon as they may.
+		next := m.balance(ctx)
+		d := wait.Jitter(retry, 0.2)
+		if !next.IsZero() {
+			// A little after, so that the round finds it expired.
+			d = min(d, max(time.Until(next), 0)+10*time.Millisecond)
+		}
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+		case <-t.C:
+		}
+		t.Stop()
+	}
 
 	// Stopping: give up every range, then say we are gone.
 	m.mu.Lock()
@@ -240,8 +256,10 @@ func (m *Member) Start(ctx context.Context) error {
 }
 
 // balance is one round: renew the member Lease, count the live members,
-// and take or give up ranges towards this replica's share.
-func (m *Member) balance(ctx context.Context) {
+// and take or give up ranges towards this replica's share. It returns when
+// the first range Lease another replica holds expires, by this replica's
+// clock (zero if none does).
+func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 	logger := log.FromContext(ctx)
 	if err := m.renewMember(ctx); err != nil {
 		logger.Info("could not renew the member Lease", "error", err)
@@ -249,7 +267,7 @@ func (m *Member) balance(ctx context.Context) {
 	leases, err := m.Leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.Name})
 	if err != nil {
 		logger.Info("could not list the group's Leases", "error", err)
-		return
+		return time.Time{}
 	}
 	now := time.Now()
 	ld, _, _ := m.timings()
@@ -298,6 +316,9 @@ func (m *Member) balance(ctx context.Context) {
 			expired[idx] = l
 		default:
 			taken[idx] = true
+			if at := since.Add(ld); nextExpiry.IsZero() || at.Before(nextExpiry) {
+				nextExpiry = at
+			}
 		}
 	}
 	share := (len(m.ranges) + live - 1) / live
@@ -329,31 +350,33 @@ func (m *Member) balance(ctx context.Context) {
 		active++
 	}
 	// Try for free ranges while under the share, in this replica's own
-	// order of preference, so that replicas try for different ranges.
+	// order of preference, so that replicas try for different ranges;
+	// expired ones are taken over after, in the same order, each until
+	// one is won (another replica may win the same one first).
 	want := share - len(mine) - active
 	var takeOver []int
 	for _, i := range m.preference {
-		if want <= 0 {
-			break
-		}
 		if m.electing[i] != nil || m.leaving[i] != nil || taken[i] {
 			continue
 		}
 		if expired[i] != nil {
 			takeOver = append(takeOver, i)
-		} else {
+		} else if want > 0 {
 			m.elect(ctx, i)
+			want--
 		}
-		want--
 	}
-	if len(takeOver) == 0 {
-		return
+	if want <= 0 || len(takeOver) == 0 {
+		return nextExpiry
 	}
 	// Taking over writes to the API server: not while holding m.mu, which
 	// every Enter and Contains takes.
 	m.mu.Unlock()
 	var won []int
 	for _, i := range takeOver {
+		if len(won) == want {
+			break
+		}
 		if m.takeOver(ctx, i, expired[i]) {
 			won = append(won, i)
 		}
@@ -364,6 +387,7 @@ func (m *Member) balance(ctx context.Context) {
 			m.elect(ctx, i)
 		}
 	}
+	return nextExpiry
 }
 
 // takeOver makes this replica the holder of range i's expired Lease l (one

@@ -172,6 +172,42 @@ func handoverAfter(hs []holding, user string, t time.Time) handover {
 	return ho
 }
 
+// roundsToTake returns, over the Leases user held past t, the most
+// balancing rounds (renewals: each user's member Lease renewals, in order)
+// that the next holder of a Lease ran after user's holding of it ended and
+// until it took it: 1 when taken in the first round that could see it
+// free. A Lease nobody took counts as -1.
+func roundsToTake(hs []holding, user string, t time.Time, renewals map[string][]time.Time) int {
+	most := 0
+	ho := handoverAfter(hs, user, t)
+	for _, lease := range ho.leases {
+		var ended time.Time
+		for _, h := range hs {
+			if h.lease == lease && h.user == user && h.to.After(t) {
+				ended = h.to
+			}
+		}
+		n := -1
+		for _, h := range hs {
+			if h.lease != lease || h.user == user || h.from.Before(ended) {
+				continue
+			}
+			n = 0
+			for _, r := range renewals[h.user] {
+				if r.After(ended) && !r.After(h.from) {
+					n++
+				}
+			}
+			break
+		}
+		if n < 0 {
+			return -1
+		}
+		most = max(most, n)
+	}
+	return most
+}
+
 func stamp(t time.Time) string { return t.Format("15:04:05.000000") }
 
 func sortedKeys[V any](m map[string]V) []string {
@@ -314,6 +350,37 @@ func TestHandoverAfterFindsWhenTheLastLeaseMoved(t *testing.T) {
 			got := handoverAfter(hs, tt.user, tt.t)
 			if diff := cmp.Diff(tt.want, got, cmp.AllowUnexported(handover{})); diff != "" {
 				t.Errorf("handoverAfter (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRoundsToTakeCountsTheTakersRoundsAfterTheHoldingEnded(t *testing.T) {
+	t0 := time.Date(2026, 11, 22, 12, 0, 0, 0, time.UTC)
+	at := func(s float64) time.Time { return t0.Add(time.Duration(s * float64(time.Second))) }
+	hs := []holding{
+		{lease: "at-0-of-6", user: "a", from: at(0), to: at(10), end: endReleased},
+		{lease: "at-2-of-6", user: "a", from: at(0), to: at(12), end: endExpired},
+		{lease: "at-0-of-6", user: "b", from: at(10.6), to: at(20), end: endExpired},
+		{lease: "at-2-of-6", user: "c", from: at(13.1), to: at(20), end: endExpired},
+	}
+	renewals := map[string][]time.Time{
+		"b": {at(9.5), at(10.5), at(11.5)},            // took at-0 in its first round after the release
+		"c": {at(11.9), at(12.1), at(12.6), at(13.0)}, // took at-2 in its third round after the expiry
+	}
+	for _, tt := range []struct {
+		name string
+		user string
+		t    time.Time
+		want int
+	}{
+		{"the slowest taker counts", "a", at(9), 3},
+		{"a lease nobody took", "b", at(15), -1},
+		{"nothing held", "d", at(1), 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := roundsToTake(hs, tt.user, tt.t, renewals); got != tt.want {
+				t.Errorf("roundsToTake = %d, want %d", got, tt.want)
 			}
 		})
 	}
