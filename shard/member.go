@@ -217,7 +217,7 @@ func (m *Member) Start(ctx context.Context) error {
 	_, _, retry := m.timings()
 	for ctx.Err() == nil {
 		// A round every RetryPeriod (jittered), and one at the moment a
-		// Lease another replica holds expires by this replica's clock, so
+		// Lease of another replica expires by this replica's clock, so
 		// that a dead replica's ranges move as soon as they may.
 		next := m.balance(ctx)
 		d := wait.Jitter(retry, 0.2)
@@ -257,8 +257,8 @@ func (m *Member) Start(ctx context.Context) error {
 
 // balance is one round: renew the member Lease, count the live members,
 // and take or give up ranges towards this replica's share. It returns when
-// the first range Lease another replica holds expires, by this replica's
-// clock (zero if none does).
+// the first Lease of another replica (a range's or a member's) expires, by
+// this replica's clock (zero if none does).
 func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 	logger := log.FromContext(ctx)
 	if err := m.renewMember(ctx); err != nil {
@@ -281,8 +281,16 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 		if l.Labels[MemberLabel] != "true" {
 			continue
 		}
-		if l.Name == m.memberLease() || now.Sub(see(m.members, l, now)) < ld {
+		if l.Name == m.memberLease() {
 			live++
+			continue
+		}
+		// A member whose Lease expires changes the share: a round then.
+		if since := see(m.members, l, now); now.Sub(since) < ld {
+			live++
+			if at := since.Add(ld); nextExpiry.IsZero() || at.Before(nextExpiry) {
+				nextExpiry = at
+			}
 		}
 	}
 	for _, obs := range []map[string]observed{m.members, m.rangeObs} {

@@ -84,6 +84,13 @@ type plane struct {
 // and watch on (shardingGate); it is stopped when the test ends.
 func startPlane(tb testing.TB) *plane {
 	tb.Helper()
+	return startPlaneGated(tb, true)
+}
+
+// startPlaneGated is startPlane with the sharding gate on or off: off, the
+// API server ignores a ShardSelector, as managed control planes do.
+func startPlaneGated(tb testing.TB, gated bool) *plane {
+	tb.Helper()
 	assets, err := testenv.FindAssets()
 	if err != nil {
 		tb.Skip(err)
@@ -110,8 +117,10 @@ func startPlane(tb testing.TB) *plane {
 		// The log backend rotates at 100 MB by default, and a full run
 		// writes more: a file rotated under a tail's offset would hide
 		// requests. 0 disables rotation.
-		Set("audit-log-maxsize", "0").
-		Set("feature-gates", shardingGate)
+		Set("audit-log-maxsize", "0")
+	if gated {
+		p.te.ControlPlane.GetAPIServer().Configure().Set("feature-gates", shardingGate)
+	}
 	cfg, err := p.te.Start()
 	if err != nil {
 		tb.Fatalf("starting the audited control plane: %v", err)

@@ -324,10 +324,19 @@ func (p *problems) report(tb testing.TB) {
 // slows, not in seconds: no timing is asserted). The seconds are logged
 // against the bounds (2 s graceful; a lease duration and two
 // retry periods after the kill).
+//
+// The same on an API server with the gate ShardedListAndWatch on, which
+// honours the replicas' ShardSelector, and on one with it off, which
+// ignores it: there each replica's cache filters the watch in the process.
 func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the At and starts a control plane of its own")
 	}
+	t.Run("gate on", func(t *testing.T) { testShardedAts(t, true) })
+	t.Run("gate off", func(t *testing.T) { testShardedAts(t, false) })
+}
+
+func testShardedAts(t *testing.T, gated bool) {
 	began := time.Now()
 	const (
 		n          = 3000
@@ -344,7 +353,7 @@ func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
 	)
 	lt := shardTimings
 	bins := buildAt(t)
-	pl := startPlane(t)
+	pl := startPlaneGated(t, gated)
 	ns := pl.namespace(t, "sharded")
 	const userPrefix = "sharded-"
 	tail := pl.tailUsers(t, "the sharded replicas", func(u string) bool { return strings.HasPrefix(u, userPrefix) })
