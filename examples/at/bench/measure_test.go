@@ -326,15 +326,7 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	for _, n := range kl.podsSeen() {
 		r.podsPerAt = max(r.podsPerAt, n)
 	}
-	var pods corev1.PodList
-	if err := pl.admin.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		tb.Fatal(err)
-	}
-	podObjs := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		podObjs[i] = &pods.Items[i]
-	}
-	deleteEach(tb, pl.admin, podObjs)
+	deletePods(ctx, tb, pl, ns)
 	return r
 }
 
@@ -348,6 +340,20 @@ func deleteEach[T client.Object](tb testing.TB, c client.Client, objs []T) {
 	if err != nil {
 		tb.Fatalf("deleting: %v", err)
 	}
+}
+
+// deletePods deletes the Pods of ns, one request each.
+func deletePods(ctx context.Context, tb testing.TB, pl *plane, ns string) {
+	tb.Helper()
+	var pods corev1.PodList
+	if err := pl.admin.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+		tb.Fatal(err)
+	}
+	podObjs := make([]*corev1.Pod, len(pods.Items))
+	for i := range pods.Items {
+		podObjs[i] = &pods.Items[i]
+	}
+	deleteEach(tb, pl.admin, podObjs)
 }
 
 // createPaced creates the Ats in order, one every pace (up to 8 requests in

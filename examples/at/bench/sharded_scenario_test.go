@@ -183,15 +183,7 @@ func measureReplicas(tb testing.TB, pl *plane, bins binaries, n int, pace time.D
 	}
 	kl.stop()
 	tr.stop()
-	var pods corev1.PodList
-	if err := pl.admin.List(ctx, &pods, client.InNamespace(ns)); err != nil {
-		tb.Fatal(err)
-	}
-	podObjs := make([]*corev1.Pod, len(pods.Items))
-	for i := range pods.Items {
-		podObjs[i] = &pods.Items[i]
-	}
-	deleteEach(tb, pl.admin, podObjs)
+	deletePods(ctx, tb, pl, ns)
 	return r
 }
 
