@@ -107,31 +107,30 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 	if len(f.Objects)+len(f.Children) == 0 {
 		return opts, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
 	}
+	ranges, _ := Split(m.Ranges)
 	specs := map[informerKind]*followSpec{}
-	add := func(obj client.Object, child bool) error {
+	add := func(obj client.Object, child bool) (informerKind, *followSpec, error) {
 		k, err := kindOf(obj)
 		if err != nil {
-			return err
+			return k, nil, err
 		}
 		if specs[k] != nil {
-			return fmt.Errorf("shard: %T is named twice in Follow", obj)
+			return k, nil, fmt.Errorf("shard: %T is named twice in Follow", obj)
 		}
-		ranges, _ := Split(m.Ranges)
 		specs[k] = &followSpec{m: m, ranges: ranges, child: child, kind: fmt.Sprintf("%T", obj)}
-		return nil
+		return k, specs[k], nil
 	}
 	for _, obj := range f.Objects {
-		if err := add(obj, false); err != nil {
+		if _, _, err := add(obj, false); err != nil {
 			return opts, err
 		}
 	}
 	byObject := maps.Clone(opts.ByObject)
 	for _, obj := range f.Children {
-		if err := add(obj, true); err != nil {
+		k, spec, err := add(obj, true)
+		if err != nil {
 			return opts, err
 		}
-		k, _ := kindOf(obj)
-		spec := specs[k]
 		// controller-runtime's informers set a kind's label selector on
 		// every list and watch, over ours: the range's requirement goes in
 		// a selector that it sets instead, combined with the one it had.
@@ -415,25 +414,35 @@ func (f *follower) ListWithContext(ctx context.Context, opts metav1.ListOptions)
 	if err != nil {
 		return nil, err
 	}
-	kept := items[:0]
+	n := len(items)
+	kept := f.inSet(items, set)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if opts.Continue == "" {
 		clear(f.known) // the informer replaces what it holds with the list
 	}
-	for _, item := range items {
-		if obj, err := meta.Accessor(item); err == nil && f.in(obj, set) {
-			kept = append(kept, item)
-			f.known[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
-		}
+	for _, item := range kept {
+		obj, _ := meta.Accessor(item)
+		f.known[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
 	}
-	if len(kept) != len(items) {
+	if len(kept) != n {
 		if err := meta.SetList(l, kept); err != nil {
 			return nil, err
 		}
 	}
 	f.covered = set
 	return l, nil
+}
+
+// inSet keeps, in place, the items whose objects are in set.
+func (f *follower) inSet(items []runtime.Object, set []bool) []runtime.Object {
+	kept := items[:0]
+	for _, item := range items {
+		if obj, err := meta.Accessor(item); err == nil && f.in(obj, set) {
+			kept = append(kept, item)
+		}
+	}
+	return kept
 }
 
 // known is an object the informer holds: its UID and range.
@@ -651,14 +660,10 @@ func (w *followWatch) follow(ctx context.Context) bool {
 		if err != nil {
 			return w.fail(ctx, err)
 		}
-		for _, item := range items {
-			if obj, err := meta.Accessor(item); err != nil || !f.in(obj, added) {
-				continue
-			}
+		for _, item := range f.inSet(items, added) {
 			ev := watch.Event{Type: watch.Added, Object: item}
-			if obj, err := meta.Accessor(item); err == nil {
-				f.note(ev, obj)
-			}
+			obj, _ := meta.Accessor(item)
+			f.note(ev, obj)
 			if !w.send(ev) {
 				return false
 			}
