@@ -104,10 +104,8 @@ func (l *writeLog) wrap(replica string, c client.WithWatch) client.WithWatch {
 }
 
 func metav1GetController(pod *corev1.Pod) string {
-	for _, ref := range pod.OwnerReferences {
-		if ptr.Deref(ref.Controller, false) {
-			return ref.Name
-		}
+	if ref := metav1.GetControllerOfNoCopy(pod); ref != nil {
+		return ref.Name
 	}
 	return ""
 }
