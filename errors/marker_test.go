@@ -110,3 +110,16 @@ func TestReexports(t *testing.T) {
 		t.Errorf("Join loses members")
 	}
 }
+
+// TestErrNoFieldOwnerIsOneSentinelAndPermanentOnceMarked proves the
+// library's one missing-field-owner error is matched through wrapping and
+// classifies as permanent when a writer returns it marked.
+func TestErrNoFieldOwnerIsOneSentinelAndPermanentOnceMarked(t *testing.T) {
+	err := errors.Permanent(fmt.Errorf("drift: create ConfigMap ns/x: %w", errors.ErrNoFieldOwner))
+	if !stderrors.Is(err, errors.ErrNoFieldOwner) {
+		t.Fatalf("errors.Is(%v, ErrNoFieldOwner) = false", err)
+	}
+	if c, _ := errors.Classify(err); c != errors.ClassPermanent {
+		t.Fatalf("Classify = %v, want permanent", c)
+	}
+}
