@@ -1,6 +1,7 @@
-// Package apicheck holds the tests that keep the library's shape what
-// docs/api.md promises: the dependency weight of each package
-// (docs/weight.md) and the metrics it registers (docs/metrics.md).
+// Package apicheck holds the tests that keep the library's shape what its
+// documentation promises: the dependency weight of each package
+// (docs/weight.md) and the metrics the packages register
+// (docs/metrics.md).
 package apicheck_test
 
 import (
