@@ -220,9 +220,13 @@ var ErrInvalidPolicy = errors.New("requeue: invalid Policy")
 // value a meaning), a MaxConflictDelay below ConflictDelay, defaults counted
 // (a ConflictDelay of 1m alone would wait the default cap, 30s), and what
 // [Backoff.Validate] rejects in Backoff, named "Backoff.<field>". The zero
-// Policy is valid. A Policy calls Validate once, on first use (see
+// Policy is valid, and so is a nil one (where a nil Policy is accepted, it
+// stands for the zero one). A Policy calls Validate once, on first use (see
 // [Policy]).
 func (p *Policy) Validate() error {
+	if p == nil {
+		return nil
+	}
 	var problems []string
 	negative := func(field string, v, def any) {
 		problems = append(problems, fmt.Sprintf("%s is %v: zero means the default (%v), and a negative value means nothing", field, v, def))

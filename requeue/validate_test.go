@@ -133,6 +133,7 @@ func TestPolicyValidate(t *testing.T) {
 		policy *requeue.Policy
 		want   []string
 	}{
+		{"nil", nil, nil},
 		{"zero", &requeue.Policy{}, nil},
 		{"all set", &requeue.Policy{ConflictDelay: time.Second, MaxConflictDelay: time.Minute, ThrottleDelay: 2 * time.Second,
 			ReportAfter: time.Minute, MaxTrackedRequests: 5, Backoff: &requeue.Backoff{Base: time.Second}}, nil},
