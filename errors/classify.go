@@ -24,20 +24,22 @@ const maxNodes = 10_000
 // The first rule that matches decides, looking down err's %w chain:
 //
 //  1. nil is [ClassNone];
-//  2. the outermost marker ([Permanent], [Transient], [RetryAfter]) or
-//     [Classed] error;
-//  3. a reconcile.TerminalError is [ClassPermanent];
-//  4. a Kubernetes API status error, by the table in the package
+//  2. the outermost explicit decision: a marker ([Permanent], [Transient],
+//     [RetryAfter]) or [Classed] error gives its class, a
+//     reconcile.TerminalError gives [ClassPermanent]; whichever is nearer
+//     the top of the chain wins, so TerminalError(Transient(err)) is
+//     permanent and Transient(TerminalError(err)) transient;
+//  3. a Kubernetes API status error, by the table in the package
 //     documentation;
-//  5. context.Canceled is [ClassCanceled]; context.DeadlineExceeded, network
+//  4. context.Canceled is [ClassCanceled]; context.DeadlineExceeded, network
 //     timeouts, refused, reset or aborted connections and
 //     io.ErrUnexpectedEOF are [ClassTransient];
-//  6. where the chain splits ([Join], or [Errorf] with several %w), each
+//  5. where the chain splits ([Join], or [Errorf] with several %w), each
 //     branch is classified on its own and the most urgent class wins:
 //     [ClassCanceled], then [ClassTransient], then [ClassThrottled] (with the longest
 //     delay among the throttled branches), then [ClassConflict];
 //     [ClassPermanent] only when every branch is permanent;
-//  7. anything else is [ClassTransient]: unknown errors are retried.
+//  6. anything else is [ClassTransient]: unknown errors are retried.
 func Classify(err error) (Class, time.Duration) {
 	if err == nil {
 		return ClassNone, 0

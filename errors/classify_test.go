@@ -89,8 +89,10 @@ func TestClassifyAPIStatus(t *testing.T) {
 }
 
 // TestClassifyMarkersAndPrecedence proves markers win over inference, the
-// outermost marker wins, terminal errors win over API statuses, and nil is
-// ClassNone.
+// outermost explicit decision (a marker, a Classed error or a
+// reconcile.TerminalError) wins, so a TerminalError around a Transient
+// marker is permanent and a marker around a TerminalError is the marker's
+// class, terminal errors win over API statuses, and nil is ClassNone.
 func TestClassifyMarkersAndPrecedence(t *testing.T) {
 	conflict := apierrors.NewConflict(widgets, "w", errors.New("modified"))
 	invalid := apierrors.NewBadRequest("nonsense")
@@ -117,6 +119,9 @@ func TestClassifyMarkersAndPrecedence(t *testing.T) {
 		{"marker over terminal", errors.Transient(reconcile.TerminalError(plain)), outcome{errors.ClassTransient, 0, "TransientError"}},
 		{"terminal over a transient marker", reconcile.TerminalError(errors.Transient(plain)), outcome{errors.ClassPermanent, 0, "PermanentError"}},
 		{"terminal over a retry-after marker", reconcile.TerminalError(errors.RetryAfter(plain, time.Second)), outcome{errors.ClassPermanent, 0, "PermanentError"}},
+		{"wrapped terminal over a wrapped transient marker", fmt.Errorf("a: %w", reconcile.TerminalError(fmt.Errorf("b: %w", errors.Transient(plain)))), outcome{errors.ClassPermanent, 0, "PermanentError"}},
+		{"terminal over a Classed error", reconcile.TerminalError(&notCaughtUp{plain}), outcome{errors.ClassPermanent, 0, "PermanentError"}},
+		{"Classed error over terminal", &notCaughtUp{reconcile.TerminalError(plain)}, outcome{errors.ClassConflict, 0, "notCaughtUp"}},
 		{"API status over network in one chain", fmt.Errorf("x: %w", &statusWrapping{conflict, io.ErrUnexpectedEOF}), outcome{errors.ClassConflict, 0, "Conflict"}},
 		{"terminal over network in one chain", reconcile.TerminalError(fmt.Errorf("x: %w", io.ErrUnexpectedEOF)), outcome{errors.ClassPermanent, 0, "UnexpectedEOF"}},
 	}

@@ -70,10 +70,17 @@
 //
 // # Precedence and joined errors
 //
-// Down one %w chain the first rule in this order decides: the outermost
-// marker (or error of another package that states its own class, [Classed]),
-// then a reconcile.TerminalError, then an API status, then a
-// context or network error. Where the chain splits ([Join], or [Errorf] with
+// Down one %w chain the outermost explicit decision wins. A marker, an error
+// of another package that states its own class ([Classed]) and a
+// reconcile.TerminalError (any error errors.Is matches with
+// reconcile.TerminalError(nil)) are all explicit: someone said what to do.
+// The one nearest the top of the chain said it last, knowing the most, so
+// reconcile.TerminalError(Transient(err)) is [ClassPermanent] (the caller
+// wrapped a failure it was told is transient and decided to give up, and
+// controller-runtime will not retry it whatever Classify says), while
+// Transient(reconcile.TerminalError(err)) is [ClassTransient]. Beneath no
+// explicit decision, an API status decides, then a context or network
+// error. Where the chain splits ([Join], or [Errorf] with
 // several %w verbs) each branch is classified alone and the most urgent
 // class wins: [ClassCanceled] (the work was interrupted, so the rest says
 // nothing), then [ClassTransient] (an unexplained failure must be reported

@@ -76,7 +76,9 @@ func build(data []byte, pos *int, depth int) error {
 
 // FuzzClassify proves Classify, Reason and Message never panic on arbitrary
 // nested wrap/join trees, return a declared class with a non-negative delay
-// only for ClassThrottled, and a valid condition reason.
+// only for ClassThrottled, and a valid condition reason; and that the
+// outermost explicit decision (a marker or a reconcile.TerminalError) wins
+// over anything beneath it.
 func FuzzClassify(f *testing.F) {
 	for _, seed := range [][]byte{
 		{0}, {3, 8}, {2, 2, 2, 4, 16}, {7, 0, 8, 16}, {0x87, 0xff, 8, 3, 24},
@@ -106,9 +108,23 @@ func FuzzClassify(f *testing.F) {
 		if m := errors.Message(err); len(m) > errors.MessageLimit {
 			t.Fatalf("Message has %d bytes", len(m))
 		}
-		// Markers: a Permanent outermost decides regardless of the rest.
-		if c, _ := errors.Classify(errors.Permanent(err)); c != errors.ClassPermanent {
-			t.Fatalf("Classify(Permanent(tree)) = %v", c)
+		// The outermost explicit decision wins, whatever the tree holds: a
+		// marker, or a reconcile.TerminalError, even around a marker
+		// saying otherwise.
+		for _, outer := range []struct {
+			name string
+			wrap func(error) error
+			want errors.Class
+		}{
+			{"Permanent", errors.Permanent, errors.ClassPermanent},
+			{"Transient", errors.Transient, errors.ClassTransient},
+			{"wrapped Permanent", func(e error) error { return fmt.Errorf("w: %w", errors.Permanent(e)) }, errors.ClassPermanent},
+			{"TerminalError", func(e error) error { return reconcile.TerminalError(e) }, errors.ClassPermanent},
+			{"wrapped TerminalError", func(e error) error { return fmt.Errorf("w: %w", reconcile.TerminalError(e)) }, errors.ClassPermanent},
+		} {
+			if c, _ := errors.Classify(outer.wrap(err)); c != outer.want {
+				t.Fatalf("Classify(%s(tree)) = %v, want %v", outer.name, c, outer.want)
+			}
 		}
 	})
 }

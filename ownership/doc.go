@@ -6,9 +6,16 @@
 // [SetController] and [SetOwner] write the same owner references as
 // controllerutil.SetControllerReference and SetOwnerReference, but fail
 // with typed errors: [*CrossNamespaceError], [*ClusterScopedError] and
-// [*AlreadyOwnedError], matched with errors.As. The first two can never
-// succeed on retry, so they also match reconcile.TerminalError(nil).
-// [IsControlledBy] compares by UID.
+// [*AlreadyOwnedError], matched with errors.As. [IsControlledBy] compares
+// by UID.
+//
+// Which failures are permanent is said the way the whole library says it,
+// with the errors package: [*CrossNamespaceError], [*ClusterScopedError],
+// [ErrNoUID] and [ErrInvalidPrune] can never succeed on retry, so they come
+// marked errors.Permanent (errors.Classify says permanent, and errors.Is(err,
+// reconcile.TerminalError(nil)) is true: controller-runtime does not
+// requeue them). [*AlreadyOwnedError] stays transient: the other owner may
+// let go, and only a retry would notice.
 //
 // Two ways to find children, with different costs:
 //

@@ -1,30 +1,43 @@
 package ownership
 
 import (
-	"errors"
+	stderrors "errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // ErrNoUID is returned when the owner has no UID, which means it was not
 // read from or created on the API server: the server rejects an owner
-// reference or link without one.
+// reference or link without one. It is returned wrapped and marked
+// errors.Permanent: retrying with the same owner object cannot succeed.
 var ErrNoUID = errors.New("ownership: owner has no UID: read or create it on the API server first")
 
-// terminal is what errors.Is compares against for controller-runtime's
-// terminal errors.
-var terminal = reconcile.TerminalError(nil)
+// ErrInvalidPrune is returned, wrapped and marked errors.Permanent, by a
+// [Prune] or [PruneListed] call that cannot run: a nil keep func, or a
+// propagation policy ([WithPropagation]) the API server does not know.
+// Nothing is listed or deleted.
+var ErrInvalidPrune = errors.New("ownership: invalid prune")
+
+// noUID is the error of an owner without a UID, doing what: wrapping
+// [ErrNoUID], permanent.
+func noUID(doing string, owner client.Object) error {
+	return errors.Permanent(fmt.Errorf("%s %q: %w", doing, client.ObjectKeyFromObject(owner), ErrNoUID))
+}
 
 // CrossNamespaceError reports an owner in one namespace and an object in
 // another: owner references cannot cross namespaces (the garbage collector
 // would treat the owner as missing and delete the object). Use [SetLink].
 //
-// It matches reconcile.TerminalError(nil) with errors.Is: retrying cannot
-// succeed, so controller-runtime does not requeue it.
+// Retrying cannot succeed: the functions of this package return it marked
+// errors.Permanent, so errors.Classify says permanent and errors.Is(err,
+// reconcile.TerminalError(nil)) is true (controller-runtime does not
+// requeue it). Match it with errors.As.
 type CrossNamespaceError struct {
 	Owner, Object client.ObjectKey
 }
@@ -35,14 +48,18 @@ func (e *CrossNamespaceError) Error() string {
 }
 
 // Is reports whether target is a controller-runtime terminal error.
-func (e *CrossNamespaceError) Is(target error) bool { return errors.Is(terminal, target) }
+//
+// Deprecated: the errors.Permanent marker around the error the functions
+// of this package return is what matches reconcile.TerminalError(nil) now;
+// this method, which only a *CrossNamespaceError built by hand still needs,
+// goes in the next minor version. Wrap such a value with errors.Permanent.
+func (e *CrossNamespaceError) Is(target error) bool { return isTerminalTarget(target) }
 
 // ClusterScopedError reports a namespaced owner of a cluster-scoped object:
 // owner references cannot point from a cluster-scoped object into a
 // namespace. Use [SetLink].
 //
-// It matches reconcile.TerminalError(nil) with errors.Is, like
-// [CrossNamespaceError].
+// Like [CrossNamespaceError], it is returned marked errors.Permanent.
 type ClusterScopedError struct {
 	Owner  client.ObjectKey
 	Object string
@@ -54,11 +71,30 @@ func (e *ClusterScopedError) Error() string {
 }
 
 // Is reports whether target is a controller-runtime terminal error.
-func (e *ClusterScopedError) Is(target error) bool { return errors.Is(terminal, target) }
+//
+// Deprecated: as [CrossNamespaceError.Is]; wrap a hand-built
+// *ClusterScopedError with errors.Permanent.
+func (e *ClusterScopedError) Is(target error) bool { return isTerminalTarget(target) }
+
+// isTerminalTarget is what the deprecated Is methods answered before the
+// errors package decided for them: whether target is a controller-runtime
+// terminal error.
+func isTerminalTarget(target error) bool {
+	return stderrors.Is(reconcile.TerminalError(nil), target)
+}
 
 // AlreadyOwnedError reports an object that is already controlled (or
 // linked) by another owner: an object has at most one controller. Owner is
 // the current controller.
+//
+// It is not marked permanent: errors.Classify leaves it transient, to retry
+// with backoff. The conflict ends when the other owner lets go of the
+// object, a change to the object that does not trigger the reconcile of
+// the owner that failed to take it (its watch maps the object to its
+// current controller), so a permanent failure would wait for someone to
+// touch the owner; as with a Forbidden error, a capped backoff is what
+// recovers. Mark it errors.Permanent yourself where another controller can
+// never let go.
 //
 // errors.As also fills a *controllerutil.AlreadyOwnedError from it, so code
 // written against controllerutil.SetControllerReference keeps working.

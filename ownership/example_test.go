@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
@@ -37,7 +38,8 @@ func ExampleSetController() {
 	elsewhere := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db-config"}}
 	err := ownership.SetController(owner, elsewhere, scheme)
 	var crossNS *ownership.CrossNamespaceError
-	fmt.Println(errors.As(err, &crossNS), crossNS.Object.Namespace)
+	class, _ := rkerrors.Classify(err) // no retry can fix it
+	fmt.Println(errors.As(err, &crossNS), crossNS.Object.Namespace, class)
 
 	clusterWide := &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: "db-reader"}}
 	err = ownership.SetController(owner, clusterWide, scheme)
@@ -47,12 +49,13 @@ func ExampleSetController() {
 	rival := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "rival", UID: "uid-2"}}
 	err = ownership.SetController(rival, child, scheme)
 	var owned *ownership.AlreadyOwnedError
-	fmt.Println(errors.As(err, &owned), owned.Owner.Name)
+	class, _ = rkerrors.Classify(err) // the rival may let go: retry with backoff
+	fmt.Println(errors.As(err, &owned), owned.Owner.Name, class)
 	// Output:
 	// <nil> true
-	// true team-b
+	// true team-b permanent
 	// true
-	// true db
+	// true db transient
 }
 
 func ExamplePrune() {

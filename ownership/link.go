@@ -50,10 +50,11 @@ func (l Link) GroupKind() schema.GroupKind {
 //
 // SetLink changes obj only. It returns [*AlreadyOwnedError] when obj is
 // linked to another owner (compared by group, kind, namespace and name, as
-// owner references are), and [ErrNoUID] for an owner without a UID.
+// owner references are), and [ErrNoUID] (permanent) for an owner without a
+// UID.
 func SetLink(owner, obj client.Object, scheme *runtime.Scheme) error {
 	if owner.GetUID() == "" {
-		return fmt.Errorf("owner %q: %w", client.ObjectKeyFromObject(owner), ErrNoUID)
+		return noUID("owner", owner)
 	}
 	gvk, err := apiutil.GVKForObject(owner, scheme)
 	if err != nil {
@@ -122,7 +123,7 @@ func LinkedTo(owner client.Object) client.ListOption {
 // client, cached or not.
 func ListLinked(ctx context.Context, c client.Reader, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
 	if owner.GetUID() == "" {
-		return fmt.Errorf("listing objects linked to %q: %w", client.ObjectKeyFromObject(owner), ErrNoUID)
+		return noUID("listing objects linked to", owner)
 	}
 	if err := c.List(ctx, list, append([]client.ListOption{LinkedTo(owner)}, opts...)...); err != nil {
 		return fmt.Errorf("listing objects linked to %q: %w", client.ObjectKeyFromObject(owner), err)

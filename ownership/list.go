@@ -45,7 +45,7 @@ func ControlledBy(owner client.Object) client.ListOption {
 // the list further.
 func ListOwned(ctx context.Context, c client.Reader, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
 	if owner.GetUID() == "" {
-		return fmt.Errorf("listing children of %q: %w", client.ObjectKeyFromObject(owner), ErrNoUID)
+		return noUID("listing children of", owner)
 	}
 	all := []client.ListOption{ControlledBy(owner)}
 	if ns := owner.GetNamespace(); ns != "" {

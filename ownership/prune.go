@@ -2,13 +2,14 @@ package ownership
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // Option changes how [Prune] and [PruneListed] find and delete children.
@@ -30,9 +31,13 @@ func newOptions(opts []Option) options {
 	return o
 }
 
-// WithPropagation sets the propagation policy of the deletes. The default
-// is metav1.DeletePropagationBackground: the child goes at once and the
-// garbage collector removes its own dependents afterwards.
+// WithPropagation sets the propagation policy of the deletes:
+// metav1.DeletePropagationOrphan, DeletePropagationBackground or
+// DeletePropagationForeground; any other value makes [Prune] and
+// [PruneListed] fail with [ErrInvalidPrune] before they list or delete
+// anything. The default is metav1.DeletePropagationBackground: the child
+// goes at once and the garbage collector removes its own dependents
+// afterwards.
 func WithPropagation(p metav1.DeletionPropagation) Option {
 	return func(o *options) { o.propagation = p }
 }
@@ -84,12 +89,15 @@ func InAllNamespaces() Option {
 // so a child that changed since it was listed (re-parented, recreated under
 // the same name) is left alone and reported as a Conflict; a child that is
 // already gone is skipped. Prune returns the children it deleted, in list
-// order, and the errors of the deletes that failed, joined.
+// order, and the errors of the deletes that failed, joined. A call that
+// cannot run (a nil keep, an unknown propagation policy, an owner without
+// a UID) fails at once with a permanent error wrapping [ErrInvalidPrune] or
+// [ErrNoUID], before any request.
 func Prune(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, keep func(client.Object) bool, opts ...Option) ([]client.Object, error) {
-	if err := validatePrune(owner, keep); err != nil {
+	o := newOptions(opts)
+	if err := validatePrune(owner, keep, o); err != nil {
 		return nil, err
 	}
-	o := newOptions(opts)
 	linked, err := listChildren(ctx, c, owner, list, o)
 	if err != nil {
 		return nil, fmt.Errorf("pruning children of %q: %w", client.ObjectKeyFromObject(owner), err)
@@ -104,18 +112,27 @@ func Prune(ctx context.Context, c client.Client, owner client.Object, list clien
 // preconditions as Prune, and sends no list of its own. Options other than
 // [WithPropagation] have no effect.
 func PruneListed(ctx context.Context, c client.Writer, owner client.Object, list client.ObjectList, keep func(client.Object) bool, opts ...Option) ([]client.Object, error) {
-	if err := validatePrune(owner, keep); err != nil {
+	o := newOptions(opts)
+	if err := validatePrune(owner, keep, o); err != nil {
 		return nil, err
 	}
-	return prune(ctx, c, owner, list, keep, true, newOptions(opts))
+	return prune(ctx, c, owner, list, keep, true, o)
 }
 
-func validatePrune(owner client.Object, keep func(client.Object) bool) error {
+// validatePrune reports a prune that cannot run, as a permanent error
+// wrapping [ErrInvalidPrune] or [ErrNoUID].
+func validatePrune(owner client.Object, keep func(client.Object) bool, o options) error {
 	if keep == nil {
-		return errors.New("ownership: prune: keep func is nil")
+		return errors.Permanent(fmt.Errorf("%w: keep func is nil", ErrInvalidPrune))
+	}
+	switch o.propagation {
+	case metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground:
+	default:
+		return errors.Permanent(fmt.Errorf("%w: propagation policy %q is none of %s, %s and %s", ErrInvalidPrune, o.propagation,
+			metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground))
 	}
 	if owner.GetUID() == "" {
-		return fmt.Errorf("pruning children of %q: %w", client.ObjectKeyFromObject(owner), ErrNoUID)
+		return noUID("pruning children of", owner)
 	}
 	return nil
 }

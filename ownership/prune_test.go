@@ -15,7 +15,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
@@ -231,18 +233,56 @@ func waitForCache(t *testing.T, c client.Client, ns string, n int) {
 	}
 }
 
+// TestPruneRejectsBadInput proves Prune and PruneListed refuse a call that
+// cannot run before sending anything (the nil client would panic on a
+// request), with a permanent error naming the problem.
 func TestPruneRejectsBadInput(t *testing.T) {
 	keepAll := func(client.Object) bool { return true }
-	if _, err := ownership.Prune(t.Context(), nil, widget("ns", "o", "uid"), &corev1.ConfigMapList{}, nil); err == nil {
-		t.Errorf("Prune with a nil keep func succeeded")
+	tests := []struct {
+		name    string
+		owner   client.Object
+		keep    func(client.Object) bool
+		opts    []ownership.Option
+		want    error
+		wantMsg string
+	}{
+		{"nil keep func", widget("ns", "o", "uid"), nil, nil,
+			ownership.ErrInvalidPrune, "ownership: invalid prune: keep func is nil"},
+		{"unknown propagation policy", widget("ns", "o", "uid"), keepAll, []ownership.Option{ownership.WithPropagation("Later")},
+			ownership.ErrInvalidPrune, `ownership: invalid prune: propagation policy "Later" is none of Orphan, Background and Foreground`},
+		{"empty propagation policy", widget("ns", "o", "uid"), keepAll, []ownership.Option{ownership.WithPropagation("")},
+			ownership.ErrInvalidPrune, `ownership: invalid prune: propagation policy "" is none of Orphan, Background and Foreground`},
+		{"owner without a UID", widget("ns", "o", ""), keepAll, nil,
+			ownership.ErrNoUID, `pruning children of "ns/o": ownership: owner has no UID: read or create it on the API server first`},
 	}
-	if _, err := ownership.Prune(t.Context(), nil, widget("ns", "o", ""), &corev1.ConfigMapList{}, keepAll); !errors.Is(err, ownership.ErrNoUID) {
-		t.Errorf("Prune with an owner without UID = %v, want ErrNoUID", err)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for fn, prune := range map[string]func() ([]client.Object, error){
+				"Prune": func() ([]client.Object, error) {
+					return ownership.Prune(t.Context(), nil, tt.owner, &corev1.ConfigMapList{}, tt.keep, tt.opts...)
+				},
+				"PruneListed": func() ([]client.Object, error) {
+					return ownership.PruneListed(t.Context(), nil, tt.owner, &corev1.ConfigMapList{}, tt.keep, tt.opts...)
+				},
+			} {
+				deleted, err := prune()
+				if !errors.Is(err, tt.want) || err.Error() != tt.wantMsg {
+					t.Errorf("%s = %v, want %q wrapping %v", fn, err, tt.wantMsg, tt.want)
+				}
+				if class, _ := rkerrors.Classify(err); class != rkerrors.ClassPermanent || !errors.Is(err, reconcile.TerminalError(nil)) {
+					t.Errorf("%s error class = %v, terminal %v; want permanent and terminal", fn, class, errors.Is(err, reconcile.TerminalError(nil)))
+				}
+				if deleted != nil {
+					t.Errorf("%s deleted %v", fn, deleted)
+				}
+			}
+		})
 	}
-	if _, err := ownership.PruneListed(t.Context(), nil, widget("ns", "o", "uid"), &corev1.ConfigMapList{}, nil); err == nil {
-		t.Errorf("PruneListed with a nil keep func succeeded")
-	}
-	if _, err := ownership.PruneListed(t.Context(), nil, widget("ns", "o", ""), &corev1.ConfigMapList{}, keepAll); !errors.Is(err, ownership.ErrNoUID) {
-		t.Errorf("PruneListed with an owner without UID = %v, want ErrNoUID", err)
+	// Every documented policy is accepted: PruneListed of an empty list
+	// gets past validation and deletes nothing.
+	for _, p := range []metav1.DeletionPropagation{metav1.DeletePropagationOrphan, metav1.DeletePropagationBackground, metav1.DeletePropagationForeground} {
+		if _, err := ownership.PruneListed(t.Context(), nil, widget("ns", "o", "uid"), &corev1.ConfigMapList{}, keepAll, ownership.WithPropagation(p)); err != nil {
+			t.Errorf("PruneListed with propagation %q = %v", p, err)
+		}
 	}
 }

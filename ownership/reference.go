@@ -1,13 +1,14 @@
 package ownership
 
 import (
-	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // SetController makes owner the controller of obj: it adds or updates a
@@ -18,9 +19,11 @@ import (
 // Errors, matchable with errors.As: [*CrossNamespaceError],
 // [*ClusterScopedError] (namespaced owner, cluster-scoped obj) and
 // [*AlreadyOwnedError] (another owner is the controller); errors.Is
-// [ErrNoUID] for an owner that has no UID. As in controllerutil, an object
-// with an empty namespace counts as cluster-scoped, and references are the
-// same when their group, kind and name are.
+// [ErrNoUID] for an owner that has no UID. All but *AlreadyOwnedError are
+// marked errors.Permanent (see the package documentation). As in
+// controllerutil, an object with an empty namespace counts as
+// cluster-scoped, and references are the same when their group, kind and
+// name are.
 func SetController(owner, obj client.Object, scheme *runtime.Scheme) error {
 	if err := validate(owner, obj); err != nil {
 		return err
@@ -61,7 +64,7 @@ func IsControlledBy(obj, owner client.Object) bool {
 
 func validate(owner, obj client.Object) error {
 	if owner.GetUID() == "" {
-		return fmt.Errorf("owner %q: %w", client.ObjectKeyFromObject(owner), ErrNoUID)
+		return noUID("owner", owner)
 	}
 	ownerNS := owner.GetNamespace()
 	if ownerNS == "" {
@@ -69,10 +72,10 @@ func validate(owner, obj client.Object) error {
 	}
 	switch obj.GetNamespace() {
 	case "":
-		return &ClusterScopedError{Owner: client.ObjectKeyFromObject(owner), Object: obj.GetName()}
+		return errors.Permanent(&ClusterScopedError{Owner: client.ObjectKeyFromObject(owner), Object: obj.GetName()})
 	case ownerNS:
 		return nil
 	default:
-		return &CrossNamespaceError{Owner: client.ObjectKeyFromObject(owner), Object: client.ObjectKeyFromObject(obj)}
+		return errors.Permanent(&CrossNamespaceError{Owner: client.ObjectKeyFromObject(owner), Object: client.ObjectKeyFromObject(obj)})
 	}
 }

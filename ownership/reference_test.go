@@ -2,6 +2,7 @@ package ownership_test
 
 import (
 	"errors"
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,6 +14,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -105,6 +107,10 @@ func TestSetControllerWritesWhatControllerutilWrites(t *testing.T) {
 	}
 }
 
+// TestSetControllerTypedErrors proves each failure of SetController and
+// SetOwner is matched by its type or sentinel and classified by the errors
+// package: permanent and terminal when no retry can fix it, transient for
+// an object another owner controls (it may let go).
 func TestSetControllerTypedErrors(t *testing.T) {
 	scheme := testScheme(t)
 	controlledByOther := configMap("ns", "child")
@@ -136,7 +142,7 @@ func TestSetControllerTypedErrors(t *testing.T) {
 				return errors.As(err, &e) && e.Owner.Name == "other" && errors.As(err, &cu) && cu.Owner.Name == "other"
 			}, false, rkerrors.ClassTransient},
 		{"owner without a UID", widget("ns", "owner", ""), configMap("ns", "child"),
-			func(err error) bool { return errors.Is(err, ownership.ErrNoUID) }, false, rkerrors.ClassTransient},
+			func(err error) bool { return errors.Is(err, ownership.ErrNoUID) }, true, rkerrors.ClassPermanent},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -238,5 +244,57 @@ func TestReferencesAreAcceptedByTheAPIServer(t *testing.T) {
 	}
 	if !ownership.IsControlledBy(got, a) || ownership.IsControlledBy(got, b) {
 		t.Errorf("stored owner references %+v: want a as controller, b not", got.OwnerReferences)
+	}
+}
+
+// TestOwnershipErrorsArePermanentThroughTheErrorsPackage proves every
+// failure of this package that no retry can fix is classified permanent by
+// errors.Classify and is terminal for controller-runtime, from every
+// function that returns it and through further wrapping; that a
+// hand-built *CrossNamespaceError or *ClusterScopedError still matches
+// reconcile.TerminalError(nil), as before (the deprecated Is methods); and
+// that *AlreadyOwnedError stays transient and not terminal.
+func TestOwnershipErrorsArePermanentThroughTheErrorsPackage(t *testing.T) {
+	scheme := testScheme(t)
+	noUID := widget("ns", "owner", "")
+	controlled := configMap("ns", "child")
+	controlled.OwnerReferences = []metav1.OwnerReference{controllerRef("other", "uid-other")}
+	linked := configMap("ns", "child")
+	if err := ownership.SetLink(widget("ns", "other", "uid-other"), linked, scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).Build()
+	tests := []struct {
+		name          string
+		err           error
+		wantPermanent bool
+	}{
+		{"SetController across namespaces", ownership.SetController(widget("a", "o", "uid"), configMap("b", "c"), scheme), true},
+		{"SetOwner across namespaces", ownership.SetOwner(widget("a", "o", "uid"), configMap("b", "c"), scheme), true},
+		{"SetController of a cluster-scoped object", ownership.SetController(widget("a", "o", "uid"), clusterRole("c"), scheme), true},
+		{"SetOwner of a cluster-scoped object", ownership.SetOwner(widget("a", "o", "uid"), clusterRole("c"), scheme), true},
+		{"SetController without a UID", ownership.SetController(noUID, configMap("ns", "c"), scheme), true},
+		{"SetOwner without a UID", ownership.SetOwner(noUID, configMap("ns", "c"), scheme), true},
+		{"SetLink without a UID", ownership.SetLink(noUID, configMap("ns", "c"), scheme), true},
+		{"ListOwned without a UID", ownership.ListOwned(t.Context(), c, noUID, &corev1.ConfigMapList{}), true},
+		{"ListLinked without a UID", ownership.ListLinked(t.Context(), c, noUID, &corev1.ConfigMapList{}), true},
+		{"hand-built CrossNamespaceError", &ownership.CrossNamespaceError{}, true},
+		{"hand-built ClusterScopedError", &ownership.ClusterScopedError{}, true},
+		{"SetController of an object another owner controls", ownership.SetController(widget("ns", "o", "uid"), controlled, scheme), false},
+		{"SetLink of an object linked to another owner", ownership.SetLink(widget("ns", "o", "uid"), linked, scheme), false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.err == nil {
+				t.Fatal("no error")
+			}
+			for _, err := range []error{tt.err, fmt.Errorf("reconcile: %w", tt.err)} {
+				class, _ := rkerrors.Classify(err)
+				terminal := errors.Is(err, reconcile.TerminalError(nil))
+				if (class == rkerrors.ClassPermanent) != tt.wantPermanent || terminal != tt.wantPermanent {
+					t.Errorf("%v: Classify = %v, terminal = %v; want permanent and terminal %v", err, class, terminal, tt.wantPermanent)
+				}
+			}
+		})
 	}
 }

@@ -56,15 +56,6 @@ func TestBackoffZeroValueDefaults(t *testing.T) {
 	nilBackoff.Forget(req("a")) // must not panic
 }
 
-func TestBackoffBaseAboveMax(t *testing.T) {
-	b := &requeue.Backoff{Base: time.Hour, Max: time.Minute, Jitter: -1}
-	for range 3 {
-		if d := b.Next(req("a")); d != time.Minute {
-			t.Fatalf("Next = %v, want Max", d)
-		}
-	}
-}
-
 // TestBackoffBoundedMemory proves the tracker never holds more than MaxKeys
 // requests and forgets the least recently failed first.
 func TestBackoffBoundedMemory(t *testing.T) {

@@ -1,5 +1,8 @@
 // Package requeue builds the ctrl.Result a Reconcile returns, and maps a
-// reconcile's failure to what controller-runtime should do about it.
+// reconcile's failure to what controller-runtime should do about it. Its
+// functions are written with reconcile.Result, the type ctrl.Result is an
+// alias of, so the package imports controller-runtime's pkg/reconcile and
+// not its root package (with the manager and the webhook server).
 //
 // Constructors: [After] (a delay), [At] (a wall-clock time, through an
 // injectable k8s.io/utils/clock with [WithClock]), [Every] (a periodic resync with jitter) and
@@ -29,6 +32,10 @@
 // ignores the RequeueAfter (and logs a warning); [Policy] likewise decides
 // from the error alone. To retry a failure at a chosen time, return
 // errors.RetryAfter(err, d).
+//
+// A Policy and a Backoff are configured by their fields, whose zero values
+// are the defaults; [Policy.Validate] and [Backoff.Validate] report fields
+// set wrong, and a Policy checks itself (and its Backoff) on first use.
 //
 // This package does not decide what counts as a conflict or a permanent
 // error: that is the errors package's job, and its markers (Permanent,

@@ -127,3 +127,24 @@ func ExamplePolicy_DecideWith() {
 	// observed once: class=throttled err="write status: too many requests"
 	// 3s <nil>
 }
+
+// A Policy set wrong says so: Validate names every field, and the Policy
+// checks itself on first use, failing the reconcile for good (on the
+// object's conditions, with reason InvalidPolicy) instead of waiting delays
+// nobody asked for.
+func ExamplePolicy_Validate() {
+	p := &requeue.Policy{
+		ConflictDelay: time.Minute,                  // above the default cap, MaxConflictDelay (30s)
+		Backoff:       &requeue.Backoff{Jitter: 20}, // a fraction: 0.2 was meant
+		Observe:       func(context.Context, requeue.Decision) {},
+	}
+	fmt.Println(p.Validate())
+
+	req := reconcile.Request{NamespacedName: types.NamespacedName{Namespace: "ns", Name: "web"}}
+	d := p.Decide(context.Background(), req, reconcile.Result{}, nil)
+	fmt.Println(d.Class, errors.Reason(d.Err), errors.Is(d.Returned, requeue.ErrInvalidPolicy))
+	// Output:
+	// requeue: invalid Policy: MaxConflictDelay (30s, the default) is below ConflictDelay (1m0s): every conflict would wait 30s
+	// requeue: invalid Policy: Backoff.Jitter is 20: it is the fraction of a delay removed at random, at most 1 (0 means the default, 0.2; negative disables it)
+	// permanent InvalidPolicy true
+}

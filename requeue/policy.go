@@ -2,12 +2,12 @@ package requeue
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/errors"
@@ -43,7 +43,7 @@ const (
 	DefaultTrackedRequests = 10_000
 )
 
-// Policy turns what a reconcile produced, a ctrl.Result and an error, into
+// Policy turns what a reconcile produced, a reconcile.Result and an error, into
 // what controller-runtime should get, by the error's [errors.Class]. It is
 // the one place a reconcile's error is classified: [Policy.Decide] returns a
 // [Decision] that says what to return and whether the failure belongs on the
@@ -80,19 +80,28 @@ const (
 // change them afterwards. A Policy is safe for concurrent use and keeps
 // per-request state (bounded by MaxTrackedRequests): share one per
 // controller, do not copy it after first use.
+//
+// On first use a Policy checks its fields with [Policy.Validate]. A Policy
+// set wrong decides every reconcile as permanent, with the validation error
+// (wrapping [ErrInvalidPolicy], reason "InvalidPolicy") joined to the
+// reconcile's own: the failure shows on the object and in the log at once,
+// instead of delays nobody asked for.
 type Policy struct {
 	// ConflictDelay is how long to wait after a conflict, for the cache to
-	// catch up. Zero or less means [DefaultConflictDelay] (100ms).
+	// catch up. Zero means [DefaultConflictDelay] (100ms); negative is
+	// invalid.
 	ConflictDelay time.Duration
-	// MaxConflictDelay caps the delay of repeated conflicts. Zero or less
-	// means [DefaultMaxConflictDelay] (30s).
+	// MaxConflictDelay caps the delay of repeated conflicts. Zero means
+	// [DefaultMaxConflictDelay] (30s); negative is invalid, and so is a
+	// MaxConflictDelay below ConflictDelay (defaults counted).
 	MaxConflictDelay time.Duration
 	// ThrottleDelay is the wait after throttling when the server suggested
-	// none. Zero or less means [DefaultThrottleDelay] (1s).
+	// none. Zero means [DefaultThrottleDelay] (1s); negative is invalid.
 	ThrottleDelay time.Duration
 	// Backoff, when set, turns transient errors into per-request capped
 	// exponential delays instead of errors. Nil (the default) returns
 	// transient errors to controller-runtime, whose workqueue backs off.
+	// The Policy validates it with its own fields.
 	Backoff *Backoff
 	// ReportAfter is how long a request must have failed with transient or
 	// throttled errors, without a success in between, before
@@ -101,8 +110,8 @@ type Policy struct {
 	// value reports every failure at once.
 	ReportAfter time.Duration
 	// MaxTrackedRequests bounds how many failing requests are remembered;
-	// when full, the one that failed least recently is forgotten. Zero or
-	// less means [DefaultTrackedRequests] (10,000).
+	// when full, the one that failed least recently is forgotten. Zero
+	// means [DefaultTrackedRequests] (10,000); negative is invalid.
 	MaxTrackedRequests int
 	// Clock tells the time for ReportAfter. Nil means the real clock.
 	Clock clock.PassiveClock
@@ -110,6 +119,9 @@ type Policy struct {
 	// concurrently when the controller runs several workers. Nil means
 	// [LogDecision]; a custom Observe can call LogDecision too.
 	Observe func(context.Context, Decision)
+
+	validOnce sync.Once
+	invalid   error // Validate's verdict, taken on first use
 
 	conflictsOnce sync.Once
 	conflicts     Backoff
@@ -126,7 +138,9 @@ type Decision struct {
 	// [errors.ClassCanceled] while ctx is alive counts as
 	// [errors.ClassTransient].
 	Class errors.Class
-	// Err is the error the reconcile produced.
+	// Err is the error the reconcile produced; for a Policy that
+	// [Policy.Validate] rejects, joined with that error and marked
+	// permanent.
 	Err error
 	// Report says whether the failure belongs on the object's conditions
 	// and in an event: always for a permanent error; for a transient or
@@ -138,7 +152,7 @@ type Decision struct {
 	// zero when Err is nil or a conflict.
 	FailingSince time.Time
 	// Result is the Result Policy returns.
-	Result ctrl.Result
+	Result reconcile.Result
 	// Returned is the error Policy returns: nil when it requeues instead.
 	Returned error
 	// Conflicts is, for a conflict, how many conflicts in a row this
@@ -147,16 +161,16 @@ type Decision struct {
 
 	// res is the Result the reconcile asked for; delay the one a throttled
 	// error asked for.
-	res   ctrl.Result
+	res   reconcile.Result
 	delay time.Duration
 }
 
 // Return returns what the Reconcile should return: d.Result and d.Returned.
-func (d Decision) Return() (ctrl.Result, error) { return d.Result, d.Returned }
+func (d Decision) Return() (reconcile.Result, error) { return d.Result, d.Returned }
 
 // Result maps a reconcile's res and err for req to the Result and error to
 // return to controller-runtime: Decide(ctx, req, res, err).Return().
-func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) (ctrl.Result, error) {
+func (p *Policy) Result(ctx context.Context, req reconcile.Request, res reconcile.Result, err error) (reconcile.Result, error) {
 	return p.Decide(ctx, req, res, err).Return()
 }
 
@@ -165,7 +179,7 @@ func (p *Policy) Result(ctx context.Context, req reconcile.Request, res ctrl.Res
 // object. It records the request's failures in a row (for conflict backoff,
 // Backoff and ReportAfter) and calls Observe. A reconcile that records its
 // outcome in a status write decides with [Policy.DecideWith] instead.
-func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) Decision {
+func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res reconcile.Result, err error) Decision {
 	return p.commit(ctx, p.prepare(ctx, req, res, err))
 }
 
@@ -186,7 +200,7 @@ func (p *Policy) Decide(ctx context.Context, req reconcile.Request, res ctrl.Res
 //		return werr
 //	})
 //	return d.Return()
-func (p *Policy) DecideWith(ctx context.Context, req reconcile.Request, res ctrl.Result, err error, record func(Decision) error) Decision {
+func (p *Policy) DecideWith(ctx context.Context, req reconcile.Request, res reconcile.Result, err error, record func(Decision) error) Decision {
 	d := p.prepare(ctx, req, res, err)
 	if record != nil {
 		if rerr := record(d); rerr != nil {
@@ -196,9 +210,68 @@ func (p *Policy) DecideWith(ctx context.Context, req reconcile.Request, res ctrl
 	return p.commit(ctx, d)
 }
 
+// ErrInvalidPolicy is wrapped by every error [Policy.Validate] returns.
+var ErrInvalidPolicy = errors.New("requeue: invalid Policy")
+
+// Validate reports the fields of p set wrong, each in an error wrapping
+// [ErrInvalidPolicy] (joined when there are several): a negative
+// ConflictDelay, MaxConflictDelay, ThrottleDelay or MaxTrackedRequests (zero
+// is the way to ask for the default; ReportAfter alone gives a negative
+// value a meaning), a MaxConflictDelay below ConflictDelay, defaults counted
+// (a ConflictDelay of 1m alone would wait the default cap, 30s), and what
+// [Backoff.Validate] rejects in Backoff, named "Backoff.<field>". The zero
+// Policy is valid, and so is a nil one (where a nil Policy is accepted, it
+// stands for the zero one). A Policy calls Validate once, on first use (see
+// [Policy]).
+func (p *Policy) Validate() error {
+	if p == nil {
+		return nil
+	}
+	var problems []string
+	negative := func(field string, v, def any) {
+		problems = append(problems, fmt.Sprintf("%s is %v: zero means the default (%v), and a negative value means nothing", field, v, def))
+	}
+	if p.ConflictDelay < 0 {
+		negative("ConflictDelay", p.ConflictDelay, DefaultConflictDelay)
+	}
+	if p.MaxConflictDelay < 0 {
+		negative("MaxConflictDelay", p.MaxConflictDelay, DefaultMaxConflictDelay)
+	}
+	if p.ThrottleDelay < 0 {
+		negative("ThrottleDelay", p.ThrottleDelay, DefaultThrottleDelay)
+	}
+	if p.MaxTrackedRequests < 0 {
+		negative("MaxTrackedRequests", p.MaxTrackedRequests, DefaultTrackedRequests)
+	}
+	if p.ConflictDelay >= 0 && p.MaxConflictDelay >= 0 {
+		if b := belowBase("MaxConflictDelay", p.MaxConflictDelay, DefaultMaxConflictDelay, "ConflictDelay", p.ConflictDelay, DefaultConflictDelay, "every conflict would wait"); b != "" {
+			problems = append(problems, b)
+		}
+	}
+	if p.Backoff != nil {
+		problems = append(problems, p.Backoff.problems("Backoff.")...)
+	}
+	errs := make([]error, len(problems))
+	for i, m := range problems {
+		errs[i] = fmt.Errorf("%w: %s", ErrInvalidPolicy, m)
+	}
+	return errors.Join(errs...)
+}
+
+// validated returns Validate's verdict on p, taken once, on first use.
+func (p *Policy) validated() error {
+	p.validOnce.Do(func() { p.invalid = p.Validate() })
+	return p.invalid
+}
+
 // prepare classifies err and says whether its failure is worth reporting,
 // changing nothing.
-func (p *Policy) prepare(ctx context.Context, req reconcile.Request, res ctrl.Result, err error) Decision {
+func (p *Policy) prepare(ctx context.Context, req reconcile.Request, res reconcile.Result, err error) Decision {
+	if invalid := p.validated(); invalid != nil {
+		// A Policy set wrong decides nothing from its fields: the reconcile
+		// fails, permanently, until the operator is fixed.
+		err = errors.Permanent(errors.WithReason(errors.Join(invalid, err), "InvalidPolicy"))
+	}
 	class, delay := errors.Classify(err)
 	if class == errors.ClassCanceled && ctx.Err() == nil {
 		// Something else was canceled while the controller is running:
@@ -347,11 +420,12 @@ func positiveOr[T int | time.Duration](v, def T) T {
 	return def
 }
 
-var terminalSentinel = reconcile.TerminalError(nil)
-
-// terminal returns err as a controller-runtime terminal error.
+// terminal returns err as a controller-runtime terminal error: err itself
+// when controller-runtime already takes it for one (an errors.Permanent
+// marker or a reconcile.TerminalError in its chain), else
+// reconcile.TerminalError(err).
 func terminal(err error) error {
-	if errors.Is(err, terminalSentinel) {
+	if isTerminal(err) {
 		return err
 	}
 	return reconcile.TerminalError(err)
@@ -362,10 +436,19 @@ func terminal(err error) error {
 // would not retry; such an error is returned with the same text but without
 // the chain.
 func retryable(err error) error {
-	if errors.Is(err, terminalSentinel) {
+	if isTerminal(err) {
 		return &retryError{msg: err.Error()}
 	}
 	return err
+}
+
+// isTerminal asks what controller-runtime asks of a returned error, in the
+// words the errors package documents: errors.Is(err,
+// reconcile.TerminalError(nil)). Whether an error is permanent is the errors
+// package's decision ([errors.Classify]); this is only whether
+// controller-runtime will already refuse to retry it.
+func isTerminal(err error) bool {
+	return errors.Is(err, reconcile.TerminalError(nil))
 }
 
 type retryError struct{ msg string }

@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"k8s.io/utils/clock"
-	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // MinDelay is the RequeueAfter used to mean "as soon as possible": the
@@ -15,8 +15,8 @@ const MinDelay = time.Nanosecond
 
 // After returns a Result that requeues after d. A d of zero or less means
 // "as soon as possible" and requeues after [MinDelay], never "no requeue".
-func After(d time.Duration) ctrl.Result {
-	return ctrl.Result{RequeueAfter: max(d, MinDelay)}
+func After(d time.Duration) reconcile.Result {
+	return reconcile.Result{RequeueAfter: max(d, MinDelay)}
 }
 
 // Option changes how [At] tells the time.
@@ -42,7 +42,7 @@ func WithClock(c clock.PassiveClock) Option {
 //
 // controller-runtime waits on its own real clock, so with a fake clock the
 // delay is t minus the fake now, counted in real time.
-func At(t time.Time, opts ...Option) ctrl.Result {
+func At(t time.Time, opts ...Option) reconcile.Result {
 	o := options{clock: clock.RealClock{}}
 	for _, opt := range opts {
 		if opt != nil {
@@ -58,9 +58,9 @@ func At(t time.Time, opts ...Option) ctrl.Result {
 // jitter above d is treated as d (the delay stays within (0, 2d]). A d of
 // zero or less returns the zero Result: no periodic resync. Every is safe for
 // concurrent use.
-func Every(d, jitter time.Duration) ctrl.Result {
+func Every(d, jitter time.Duration) reconcile.Result {
 	if d <= 0 {
-		return ctrl.Result{}
+		return reconcile.Result{}
 	}
 	jitter = min(max(jitter, 0), d)
 	if jitter > 0 {
@@ -75,8 +75,8 @@ func Every(d, jitter time.Duration) ctrl.Result {
 // non-positive RequeueAfters) are neutral; the deprecated Requeue flag is
 // kept if any input set it; Priority is the highest one set. The result does
 // not depend on the order of the inputs. Merge() is the zero Result.
-func Merge(results ...ctrl.Result) ctrl.Result {
-	var out ctrl.Result
+func Merge(results ...reconcile.Result) reconcile.Result {
+	var out reconcile.Result
 	for _, r := range results {
 		if r.RequeueAfter > 0 && (out.RequeueAfter == 0 || r.RequeueAfter < out.RequeueAfter) {
 			out.RequeueAfter = r.RequeueAfter
