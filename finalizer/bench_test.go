@@ -34,7 +34,7 @@ func BenchmarkAddNoOp(b *testing.B) {
 	c, reqs, w := benchWidget(b)
 	ctx := context.Background()
 	for b.Loop() {
-		if changed, err := finalizer.Add(ctx, c, w, bucketFinalizer, asTest); changed || err != nil {
+		if changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, w, bucketFinalizer); changed || err != nil {
 			b.Fatal(changed, err)
 		}
 	}
@@ -54,7 +54,7 @@ func BenchmarkRegistryAddAllNoOp(b *testing.B) {
 		}
 	}
 	for b.Loop() {
-		if changed, err := s.AddAll(ctx, c, w, asTest); changed || err != nil {
+		if changed, err := s.AddMissing(ctx, finalizer.NewWriter(c, testOwner), w); changed || err != nil {
 			b.Fatal(changed, err)
 		}
 	}

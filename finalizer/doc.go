@@ -3,15 +3,17 @@
 // work that needs cleaning up, and on deletion run the cleanup and remove the
 // finalizer, so the object disappears only after its cleanup succeeded.
 //
-// [Add] and [Remove] handle one name; a [Registry] registers several named
-// [Finalizer]s that run in a fixed order, registration order, stopping at the
-// first failure (controller-runtime's own finalizer package runs them in map
-// order). A Registry is typed by the object it finalizes, so cleanups get a
-// *v1.Widget rather than a client.Object to assert. A reconciler calls
-// [Registry.AddAll] on its normal path and [Registry.Run] when the object has
-// a deletionTimestamp:
+// A [Writer], built with [NewWriter] from a client and the operator's field
+// owner, writes: [Writer.Add] and [Writer.Remove] handle one name; a
+// [Registry] registers several named [Finalizer]s that run in a fixed order,
+// registration order, stopping at the first failure (controller-runtime's
+// own finalizer package runs them in map order). A Registry is typed by the
+// object it finalizes, so cleanups get a *v1.Widget rather than a
+// client.Object to assert. A reconciler calls [Registry.AddMissing] on its
+// normal path and [Registry.Finalize] when the object has a
+// deletionTimestamp, both through the Writer:
 //
-//	owner := finalizer.WithFieldOwner("site-controller")
+//	w := finalizer.NewWriter(c, "site-controller")
 //	var finalizers finalizer.Registry[*corev1.ConfigMap]
 //	if err := finalizers.Register("example.com/dns-record", finalizer.Func[*corev1.ConfigMap](
 //		func(ctx context.Context, cm *corev1.ConfigMap) error {
@@ -22,32 +24,35 @@
 //
 //	// in Reconcile, with cm read from the cache:
 //	if !cm.GetDeletionTimestamp().IsZero() {
-//		_, err := finalizers.Run(ctx, c, cm, owner)
+//		_, err := finalizers.Finalize(ctx, w, cm)
 //		return ctrl.Result{}, err // a *CleanupError keeps its finalizer
 //	}
-//	if _, err := finalizers.AddAll(ctx, c, cm, owner); err != nil {
+//	if _, err := finalizers.AddMissing(ctx, w, cm); err != nil {
 //		return ctrl.Result{}, err
 //	}
 //
 // The package's Registry example runs this snippet.
 //
 // One field owner: every write carries the field manager the operator names
-// with [WithFieldOwner], the name its other writes carry too
-// (drift.WithFieldOwner, status.Writer.FieldOwner; reconcile.Loop passes
-// its FieldOwner here), never the client's default (the binary's name,
-// "manager" in every kubebuilder project) nor a name shared by every user of
-// the package. Every call requires it: without it [Add], [Remove],
-// [Registry.AddAll] and [Registry.Run] send nothing, run no cleanup and
-// return [ErrNoFieldOwner], classed permanent, even when there would be
-// nothing to write.
+// to [NewWriter], the name its other writes carry too (drift, status and
+// reconcile.Loop take it where they are built; the Loop passes its own
+// here), never the client's default (the binary's name, "manager" in every
+// kubebuilder project) nor a name shared by every user of the package. A
+// Writer built with an empty name sends nothing and runs no cleanup: every
+// call returns errors.ErrNoFieldOwner, classed permanent, even when there
+// would be nothing to write.
 //
 // Every write is a JSON merge patch of metadata.finalizers that carries the
 // object's resourceVersion (an optimistic lock). Another writer's change in
 // between makes the API server answer 409 Conflict instead of silently
 // dropping that writer's finalizer; the call then re-reads the object
-// ([WithAPIReader]) and tries again ([WithRetry]). Calls that have nothing
-// to change make no request at all, so calling them on every reconcile is
-// free.
+// ([Writer.APIReader]) and tries again ([Writer.Retry]). Calls that have
+// nothing to change make no request at all, so calling them on every
+// reconcile is free.
+//
+// The package functions [Add] and [Remove], [Registry.AddAll] and
+// [Registry.Run], with their options, are the deprecated spellings of the
+// same calls: they build a Writer for each call.
 //
 // Edge cases handled: no finalizer is ever added to an object being deleted
 // ([ErrDeleting]), including when deletion starts between the caller's read

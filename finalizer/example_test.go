@@ -25,14 +25,15 @@ func exampleClient(objs ...client.Object) client.Client {
 	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).Build()
 }
 
-func ExampleAdd() {
+func ExampleWriter_Add() {
 	ctx := context.Background()
 	c := exampleClient(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w"}})
+	fw := finalizer.NewWriter(c, "widget-controller")
 
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "w"}, w)
 	for range 2 {
-		changed, err := finalizer.Add(ctx, c, w, "example.com/cleanup", finalizer.WithFieldOwner("widget-controller"))
+		changed, err := fw.Add(ctx, w, "example.com/cleanup")
 		fmt.Println(changed, err, w.Finalizers)
 	}
 	// Output:
@@ -40,11 +41,12 @@ func ExampleAdd() {
 	// false <nil> [example.com/cleanup]
 }
 
-// WithFieldOwner is required: it names the operator in metadata.managedFields
-// for the finalizers it adds and removes. Without it nothing is written and
-// the error is permanent, on the first reconcile rather than on the deletion
-// that the finalizer would then hold up.
-func ExampleWithFieldOwner() {
+// The field owner NewWriter takes names the operator in
+// metadata.managedFields for the finalizers it adds and removes. A Writer
+// built without one writes nothing and its error is permanent, on the first
+// reconcile rather than on the deletion that the finalizer would then hold
+// up.
+func ExampleNewWriter() {
 	ctx := context.Background()
 	scheme := runtime.NewScheme()
 	_ = testapi.AddToScheme(scheme)
@@ -53,11 +55,11 @@ func ExampleWithFieldOwner() {
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "w"}, w)
 
-	_, err := finalizer.Add(ctx, c, w, "example.com/cleanup")
+	_, err := finalizer.NewWriter(c, "").Add(ctx, w, "example.com/cleanup")
 	class, _ := rkerrors.Classify(err)
-	fmt.Println(errors.Is(err, finalizer.ErrNoFieldOwner), class, w.Finalizers)
+	fmt.Println(errors.Is(err, rkerrors.ErrNoFieldOwner), class, w.Finalizers)
 
-	changed, err := finalizer.Add(ctx, c, w, "example.com/cleanup", finalizer.WithFieldOwner("widget-controller"))
+	changed, err := finalizer.NewWriter(c, "widget-controller").Add(ctx, w, "example.com/cleanup")
 	fmt.Println(changed, err, w.Finalizers)
 	for _, mf := range w.ManagedFields {
 		fmt.Println(mf.Manager, mf.Operation)
@@ -85,7 +87,7 @@ func ExampleRegistry() {
 		Data:       map[string]string{"hostname": "shop.example.com"},
 	}).Build()
 
-	owner := finalizer.WithFieldOwner("site-controller")
+	w := finalizer.NewWriter(c, "site-controller")
 	var finalizers finalizer.Registry[*corev1.ConfigMap]
 	if err := finalizers.Register("example.com/dns-record", finalizer.Func[*corev1.ConfigMap](
 		func(ctx context.Context, cm *corev1.ConfigMap) error {
@@ -97,13 +99,13 @@ func ExampleRegistry() {
 	// The reconciler's normal path.
 	cm := &corev1.ConfigMap{}
 	_ = c.Get(ctx, key, cm)
-	changed, err := finalizers.AddAll(ctx, c, cm, owner)
+	changed, err := finalizers.AddMissing(ctx, w, cm)
 	fmt.Println("added:", changed, err, cm.Finalizers)
 
 	// The user deletes the object; the reconciler's deletion path.
 	_ = c.Delete(ctx, cm)
 	_ = c.Get(ctx, key, cm)
-	res, err := finalizers.Run(ctx, c, cm, owner)
+	res, err := finalizers.Finalize(ctx, w, cm)
 	fmt.Println("removed:", res.Removed, "done:", res.Done(), err)
 
 	err = c.Get(ctx, key, cm)
@@ -131,11 +133,11 @@ func ExampleRegistry_order() {
 	}
 	w := &testapi.Widget{}
 	_ = c.Get(ctx, key, w)
-	owner := finalizer.WithFieldOwner("widget-controller")
-	_, _ = registry.AddAll(ctx, c, w, owner)
+	fw := finalizer.NewWriter(c, "widget-controller")
+	_, _ = registry.AddMissing(ctx, fw, w)
 	_ = c.Delete(ctx, w)
 	_ = c.Get(ctx, key, w)
-	res, err := registry.Run(ctx, c, w, owner)
+	res, err := registry.Finalize(ctx, fw, w)
 	fmt.Println("removed:", res.Removed, err)
 	// Output:
 	// cleaning up example.com/dns-record
@@ -158,7 +160,7 @@ func ExampleCleanupError() {
 	_ = registry.Register("example.com/bucket", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error {
 		return errBusy
 	}))
-	res, err := registry.Run(ctx, c, w, finalizer.WithFieldOwner("widget-controller"))
+	res, err := registry.Finalize(ctx, finalizer.NewWriter(c, "widget-controller"), w)
 
 	var cleanupErr *finalizer.CleanupError
 	fmt.Println(errors.As(err, &cleanupErr), cleanupErr.Name, errors.Is(err, errBusy))

@@ -15,27 +15,32 @@ import (
 	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 )
 
-// ErrDeleting is returned by [Add] and [Registry.AddAll] when the object is
-// being deleted (it has a deletionTimestamp): no finalizer is ever added to
-// such an object (the API server would refuse it anyway). A reconciler that
-// sees it should take its deletion path, for example [Registry.Run]. The
-// errors package classes it as a conflict (its Class method says so): when
+// ErrDeleting is returned by [Writer.Add] and [Registry.AddMissing] when the
+// object is being deleted (it has a deletionTimestamp): no finalizer is ever
+// added to such an object (the API server would refuse it anyway). A
+// reconciler that sees it should take its deletion path, for example
+// [Registry.Finalize]. The errors package classes it as a conflict: when
 // deletion began between a reconcile's read and its write, the next attempt,
 // moments later and without an error log, sees the deletion.
-var ErrDeleting error = &classedError{msg: "finalizer: object is being deleted", class: rkerrors.ClassConflict}
+var ErrDeleting error = deletingError{}
 
-// classedError is a sentinel that states its class to the errors package.
-type classedError struct {
-	msg   string
-	class rkerrors.Class
-}
+// deletingError is the type of [ErrDeleting]. It states its class to the
+// errors package the one way an error of another package does, as an
+// errors.Classed error (freshness.StaleError is another).
+type deletingError struct{}
 
-func (e *classedError) Error() string { return e.msg }
+var _ rkerrors.Classed = deletingError{}
 
-// Class is the class the errors package gives the sentinel.
-func (e *classedError) Class() rkerrors.Class { return e.class }
+func (deletingError) Error() string { return "finalizer: object is being deleted" }
 
-// ErrNotDeleting is returned by [Registry.Run] when the object has no
+// Class is errors.ClassConflict: a quiet, short retry, which takes the
+// deletion path.
+func (deletingError) Class() rkerrors.Class { return rkerrors.ClassConflict }
+
+// Reason is the condition and log reason of the error.
+func (deletingError) Reason() string { return "Deleting" }
+
+// ErrNotDeleting is returned by [Registry.Finalize] when the object has no
 // deletionTimestamp: cleanup runs only for objects being deleted.
 var ErrNotDeleting = errors.New("finalizer: object is not being deleted")
 
@@ -44,66 +49,159 @@ var ErrNotDeleting = errors.New("finalizer: object is not being deleted")
 // "example.com/cleanup").
 var ErrInvalidName = errors.New("finalizer: invalid name")
 
-// ErrNoFieldOwner is returned, wrapped and classed permanent
-// (errors.Permanent, so also a controller-runtime terminal error), by [Add],
-// [Remove], [Registry.AddAll] and [Registry.Run] called without
-// [WithFieldOwner], before they send anything or run any cleanup, also when
-// there is nothing to write: the mistake shows on the first reconcile, not
-// on the deletion that would then be stuck behind its finalizer.
-var ErrNoFieldOwner = errors.New("finalizer: no field owner")
+// ErrInvalidWriter is wrapped by the error of [Writer.Validate] for a Writer
+// that cannot write, with the reason.
+var ErrInvalidWriter = errors.New("finalizer: invalid Writer")
 
-// Option changes how a write is made.
+// ErrNoFieldOwner is errors.ErrNoFieldOwner, the library's one
+// missing-field-owner error: a [Writer] built with an empty field owner
+// returns it (wrapped, and classed permanent) from every call, and sends
+// nothing.
+//
+// Deprecated: use errors.ErrNoFieldOwner (package
+// github.com/reconcilekit/reconcilekit/errors), the same value.
+var ErrNoFieldOwner = rkerrors.ErrNoFieldOwner
+
+// Writer adds and removes finalizers of objects with patches of
+// metadata.finalizers that carry the operator's field manager and the
+// object's resourceVersion (an optimistic lock): another writer's change in
+// between makes the API server answer 409 Conflict instead of silently
+// dropping that writer's finalizer; the Writer then re-reads the object
+// (through APIReader) and tries again (as Retry says). A call that has
+// nothing to change makes no request at all, so calling it on every
+// reconcile is free.
+//
+// Build it with [NewWriter], which takes what every write needs; set the
+// optional fields before first use. A Writer is safe for concurrent use;
+// [Registry.AddMissing] and [Registry.Finalize] write through one.
+type Writer struct {
+	// APIReader re-reads the object after a conflict. Pass the manager's
+	// uncached reader (mgr.GetAPIReader()) when the Writer's client reads
+	// from an informer cache: a stale cache would only produce the same
+	// conflict again. Nil means the Writer's client.
+	APIReader client.Reader
+	// Retry says how often, and how fast, a write is retried after a
+	// conflict: Retry.Steps is the most patches sent in all. The zero value
+	// means client-go's retry.DefaultRetry (k8s.io/client-go/util/retry): 5
+	// attempts, 10ms apart, with jitter; a non-zero Retry with Steps 0 makes
+	// one attempt. No field may be negative ([Writer.Validate]).
+	Retry wait.Backoff
+
+	client     client.Client
+	fieldOwner string
+}
+
+// NewWriter returns a Writer that patches finalizers through c under the
+// field manager fieldOwner: the operator's own name, under which the API
+// server records metadata.finalizers in metadata.managedFields. Give every
+// write of the operator the same name (drift, status and reconcile take it
+// where they are built too), never the client's default (the binary's name,
+// "manager" in every kubebuilder project) nor a name another controller
+// uses. With an empty fieldOwner every call fails with
+// errors.ErrNoFieldOwner, sends nothing and runs no cleanup.
+func NewWriter(c client.Client, fieldOwner string) *Writer {
+	return &Writer{client: c, fieldOwner: fieldOwner}
+}
+
+// Validate reports a Writer that cannot write: the zero Writer (no client),
+// an empty field owner (the error also wraps errors.ErrNoFieldOwner), or a
+// negative field of Retry. The error wraps [ErrInvalidWriter]. Every call
+// of the Writer, and of a [Registry] given it, calls Validate first and
+// returns its error, classed permanent, before it sends anything or runs any
+// cleanup, also when there would be nothing to write: the mistake shows on
+// the first reconcile, not on the deletion that would then be stuck behind
+// its finalizer. Call it while setting up to fail early.
+func (w *Writer) Validate() error {
+	switch {
+	case w == nil:
+		return fmt.Errorf("%w: nil", ErrInvalidWriter)
+	case w.client == nil:
+		return fmt.Errorf("%w: no client: build it with finalizer.NewWriter(c, fieldOwner)", ErrInvalidWriter)
+	case w.fieldOwner == "":
+		return fmt.Errorf("%w: %w: build it with finalizer.NewWriter(c, fieldOwner), fieldOwner the operator's own name, the same for all its writes", ErrInvalidWriter, rkerrors.ErrNoFieldOwner)
+	case w.Retry.Steps < 0 || w.Retry.Duration < 0 || w.Retry.Factor < 0 || w.Retry.Jitter < 0 || w.Retry.Cap < 0:
+		return fmt.Errorf("%w: Retry has a negative field: %+v", ErrInvalidWriter, w.Retry)
+	}
+	return nil
+}
+
+// check validates w for a call that does what to obj; the error is
+// permanent.
+func (w *Writer) check(what string, obj client.Object) error {
+	if err := w.Validate(); err != nil {
+		return rkerrors.Permanent(fmt.Errorf("%s %s: %w", what, describe(obj), err))
+	}
+	return nil
+}
+
+func (w *Writer) reader() client.Reader {
+	if w.APIReader != nil {
+		return w.APIReader
+	}
+	return w.client
+}
+
+func (w *Writer) backoff() wait.Backoff {
+	b := w.Retry
+	if b == (wait.Backoff{}) {
+		b = retry.DefaultRetry
+	}
+	b.Steps = max(b.Steps, 1)
+	return b
+}
+
+// Option configures a call of the deprecated package functions.
+//
+// Deprecated: configure a [Writer] (NewWriter, then its fields).
 type Option func(*options)
 
 type options struct {
 	reader     client.Reader
-	backoff    wait.Backoff
+	backoff    *wait.Backoff
 	fieldOwner string
 }
 
-// WithFieldOwner names the operator: the field manager of every patch of
-// metadata.finalizers, under which the API server records them in
-// metadata.managedFields. Required by every call of the package (without
-// it, [ErrNoFieldOwner]). Use the name the operator's other writes carry
-// (drift.WithFieldOwner, status.Writer.FieldOwner; reconcile.Loop passes
-// its FieldOwner here), never one another controller uses.
+// WithFieldOwner names the operator for a call of the deprecated package
+// functions: the field manager of its patches.
+//
+// Deprecated: pass the name to [NewWriter]:
+// finalizer.NewWriter(c, name).Add(ctx, obj, finalizerName).
 func WithFieldOwner(name string) Option {
 	return func(o *options) { o.fieldOwner = name }
 }
 
-// WithAPIReader makes the re-read after a conflict go through r. Pass the
-// manager's uncached reader (mgr.GetAPIReader()) when c reads from an
-// informer cache: a stale cache would only produce the same conflict again.
-// The default is the client given to the call.
+// WithAPIReader makes the re-read after a conflict go through r.
+//
+// Deprecated: set [Writer.APIReader].
 func WithAPIReader(r client.Reader) Option {
 	return func(o *options) { o.reader = r }
 }
 
 // WithRetry sets how often and how fast a write is retried after a
-// conflict. The default is client-go's retry.DefaultRetry
-// (k8s.io/client-go/util/retry): 5 attempts, 10ms apart, with jitter. A
-// backoff with Steps < 1 makes exactly one attempt.
+// conflict. A backoff with Steps < 1 makes exactly one attempt.
+//
+// Deprecated: set [Writer.Retry].
 func WithRetry(b wait.Backoff) Option {
-	return func(o *options) { o.backoff = b }
+	return func(o *options) { o.backoff = &b }
 }
 
-// newOptions resolves the options of a call that does what for obj; a call
-// without a field owner is an error.
-func newOptions(c client.Reader, opts []Option, what string, obj client.Object) (options, error) {
-	o := options{reader: c, backoff: retry.DefaultRetry}
+// writerFor is the Writer the deprecated functions write through: c, and
+// what opts say.
+func writerFor(c client.Client, opts []Option) *Writer {
+	var o options
 	for _, opt := range opts {
 		if opt != nil {
 			opt(&o)
 		}
 	}
-	if o.backoff.Steps < 1 {
-		o.backoff.Steps = 1
+	w := NewWriter(c, o.fieldOwner)
+	w.APIReader = o.reader
+	if o.backoff != nil {
+		w.Retry = *o.backoff
+		// Steps < 1 meant one attempt; a zero Retry means the default.
+		w.Retry.Steps = max(w.Retry.Steps, 1)
 	}
-	if o.fieldOwner == "" {
-		return o, rkerrors.Permanent(fmt.Errorf("%s %s: %w: pass finalizer.WithFieldOwner(name), the operator's own name, the same for all its writes",
-			what, describe(obj), ErrNoFieldOwner))
-	}
-	return o, nil
+	return w
 }
 
 // ValidateName reports whether name can be stored in metadata.finalizers: it
@@ -121,19 +219,18 @@ func ValidateName(name string) error {
 //
 // The patch carries obj's resourceVersion, so it cannot overwrite a finalizer
 // another writer added or removed meanwhile; on a conflict Add re-reads the
-// object (see [WithAPIReader]) and tries again (see [WithRetry]). obj is
-// updated with what the server stored. An obj without a resourceVersion
-// (built by hand from a name) is read from the server first.
+// object (through APIReader) and tries again (as Retry says). obj is updated
+// with what the server stored. An obj without a resourceVersion (built by
+// hand from a name) is read from the server first.
 //
 // Add never adds a finalizer to an object being deleted: it returns
 // [ErrDeleting] when obj, as given or as re-read, has a deletionTimestamp,
 // even if the finalizer is there: the caller belongs on its deletion path.
 // When the object no longer exists the error satisfies
-// apierrors.IsNotFound (so client.IgnoreNotFound drops it). Without
-// [WithFieldOwner] it returns [ErrNoFieldOwner].
-func Add(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
-	o, err := newOptions(c, opts, fmt.Sprintf("adding finalizer %q to", name), obj)
-	if err != nil {
+// apierrors.IsNotFound (so client.IgnoreNotFound drops it). A Writer that
+// [Writer.Validate] refuses returns its error and sends nothing.
+func (w *Writer) Add(ctx context.Context, obj client.Object, name string) (changed bool, err error) {
+	if err := w.check(fmt.Sprintf("adding finalizer %q to", name), obj); err != nil {
 		return false, err
 	}
 	// The hot path of every reconcile: present, so valid (the server stored
@@ -144,7 +241,7 @@ func Add(ctx context.Context, c client.Client, obj client.Object, name string, o
 	if err := ValidateName(name); err != nil {
 		return false, err
 	}
-	return write(ctx, c, obj, o, func(current []string) ([]string, error) {
+	return w.write(ctx, obj, func(current []string) ([]string, error) {
 		if deleting(obj) {
 			return nil, fmt.Errorf("adding finalizer %q to %s: %w", name, describe(obj), ErrDeleting)
 		}
@@ -157,22 +254,21 @@ func Add(ctx context.Context, c client.Client, obj client.Object, name string, o
 
 // Remove removes the finalizer name from obj and persists it with a patch,
 // unless obj does not have it (then it makes no request and returns false).
-// Like [Add] it re-reads and retries on a conflict, so it never drops a
-// finalizer another writer added meanwhile.
+// Like [Writer.Add] it re-reads and retries on a conflict, so it never drops
+// a finalizer another writer added meanwhile.
 //
 // An object that no longer exists has no finalizers: Remove then returns
 // (false, nil). Removing the last finalizer of an object being deleted lets
-// the API server delete it; obj then holds the object's final state.
-// Without [WithFieldOwner] it returns [ErrNoFieldOwner].
-func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
-	o, err := newOptions(c, opts, fmt.Sprintf("removing finalizer %q from", name), obj)
-	if err != nil {
+// the API server delete it; obj then holds the object's final state. A
+// Writer that [Writer.Validate] refuses returns its error and sends nothing.
+func (w *Writer) Remove(ctx context.Context, obj client.Object, name string) (changed bool, err error) {
+	if err := w.check(fmt.Sprintf("removing finalizer %q from", name), obj); err != nil {
 		return false, err
 	}
 	if obj.GetResourceVersion() != "" && !slices.Contains(obj.GetFinalizers(), name) {
 		return false, nil
 	}
-	changed, err = write(ctx, c, obj, o, func(current []string) ([]string, error) {
+	changed, err = w.write(ctx, obj, func(current []string) ([]string, error) {
 		if !slices.Contains(current, name) {
 			return nil, nil
 		}
@@ -184,19 +280,37 @@ func Remove(ctx context.Context, c client.Client, obj client.Object, name string
 	return changed, err
 }
 
+// Add adds the finalizer name to obj, as [Writer.Add] does, through c with
+// the options opts.
+//
+// Deprecated: use finalizer.NewWriter(c, fieldOwner).Add(ctx, obj, name);
+// the Writer's fields replace the options.
+func Add(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	return writerFor(c, opts).Add(ctx, obj, name)
+}
+
+// Remove removes the finalizer name from obj, as [Writer.Remove] does,
+// through c with the options opts.
+//
+// Deprecated: use finalizer.NewWriter(c, fieldOwner).Remove(ctx, obj,
+// name); the Writer's fields replace the options.
+func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
+	return writerFor(c, opts).Remove(ctx, obj, name)
+}
+
 // write applies edit to obj's finalizers and patches the result with an
 // optimistic lock, re-reading and retrying on conflicts. edit returns nil
 // finalizers and no error when nothing needs writing. It reports whether a
 // patch succeeded.
-func write(ctx context.Context, c client.Client, obj client.Object, o options, edit func(current []string) ([]string, error)) (bool, error) {
+func (w *Writer) write(ctx context.Context, obj client.Object, edit func(current []string) ([]string, error)) (bool, error) {
 	// An object without a resourceVersion was built by hand: its finalizers
 	// say nothing about the server's, and a patch from it would carry no
 	// precondition. Read it first.
 	reread := obj.GetResourceVersion() == ""
 	changed := false
-	err := retry.OnError(o.backoff, apierrors.IsConflict, func() error {
+	err := retry.OnError(w.backoff(), apierrors.IsConflict, func() error {
 		if reread {
-			if err := o.reader.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			if err := w.reader().Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
 				return fmt.Errorf("reading %s: %w", describe(obj), err)
 			}
 		}
@@ -207,7 +321,7 @@ func write(ctx context.Context, c client.Client, obj client.Object, o options, e
 		}
 		base := obj.DeepCopyObject().(client.Object)
 		obj.SetFinalizers(next)
-		if err := c.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(o.fieldOwner)); err != nil {
+		if err := w.client.Patch(ctx, obj, client.MergeFromWithOptions(base, client.MergeFromWithOptimisticLock{}), client.FieldOwner(w.fieldOwner)); err != nil {
 			// Leave obj as it was: it must not claim finalizers the
 			// server does not have.
 			obj.SetFinalizers(current)

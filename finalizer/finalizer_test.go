@@ -54,7 +54,7 @@ func TestAddPersistsOnceThenMakesNoRequests(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	reqs.Snapshot()
 
-	changed, err := finalizer.Add(ctx, c, w, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, w, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("first Add = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -77,7 +77,7 @@ func TestAddPersistsOnceThenMakesNoRequests(t *testing.T) {
 	}
 	reqs.Snapshot()
 	for i, obj := range []*testapi.Widget{w, w, fresh} {
-		changed, err := finalizer.Add(ctx, c, obj, fooFinalizer, asTest)
+		changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, obj, fooFinalizer)
 		if err != nil || changed {
 			t.Errorf("repeat %d: Add = (%v, %v), want (false, nil)", i, changed, err)
 		}
@@ -93,7 +93,7 @@ func TestRemovePersistsOnceThenMakesNoRequests(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", fooFinalizer, keepFinalizer)
 	reqs.Snapshot()
 
-	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Remove(ctx, w, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("first Remove = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -105,7 +105,7 @@ func TestRemovePersistsOnceThenMakesNoRequests(t *testing.T) {
 	}
 	reqs.Snapshot()
 	for i := range 3 {
-		changed, err := finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
+		changed, err := finalizer.NewWriter(c, testOwner).Remove(ctx, w, fooFinalizer)
 		if err != nil || changed {
 			t.Errorf("repeat %d: Remove = (%v, %v), want (false, nil)", i, changed, err)
 		}
@@ -125,11 +125,11 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	a, b := w.DeepCopy(), w.DeepCopy()
 
-	if _, err := finalizer.Add(ctx, c, b, barFinalizer, asTest); err != nil {
+	if _, err := finalizer.NewWriter(c, testOwner).Add(ctx, b, barFinalizer); err != nil {
 		t.Fatalf("writer b: %v", err)
 	}
 	reqs.Snapshot()
-	changed, err := finalizer.Add(ctx, c, a, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, a, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("stale writer a: Add = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -144,10 +144,10 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 
 	// The same for removal: a stale remover keeps what was added meanwhile.
 	stale := a.DeepCopy()
-	if _, err := finalizer.Remove(ctx, c, a, keepFinalizer, asTest); err != nil {
+	if _, err := finalizer.NewWriter(c, testOwner).Remove(ctx, a, keepFinalizer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := finalizer.Remove(ctx, c, stale, barFinalizer, asTest); err != nil {
+	if _, err := finalizer.NewWriter(c, testOwner).Remove(ctx, stale, barFinalizer); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{fooFinalizer}, serverFinalizers(t, c, w)); diff != "" {
@@ -155,16 +155,18 @@ func TestStaleWriterReReadsAndKeepsTheOtherWritersFinalizer(t *testing.T) {
 	}
 }
 
-func TestWithBackoffOfOneAttemptReturnsTheConflictAndLeavesObjUnchanged(t *testing.T) {
+func TestARetryOfOneAttemptReturnsTheConflictAndLeavesObjUnchanged(t *testing.T) {
 	c := env.Client(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w", keepFinalizer)
 	stale := w.DeepCopy()
-	if _, err := finalizer.Add(ctx, c, w, barFinalizer, asTest); err != nil {
+	if _, err := finalizer.NewWriter(c, testOwner).Add(ctx, w, barFinalizer); err != nil {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithRetry(wait.Backoff{Steps: 1}), asTest)
+	fw := finalizer.NewWriter(c, testOwner)
+	fw.Retry = wait.Backoff{Steps: 1}
+	changed, err := fw.Add(ctx, stale, fooFinalizer)
 	if changed || !apierrors.IsConflict(err) {
 		t.Fatalf("Add = (%v, %v), want (false, a Conflict)", changed, err)
 	}
@@ -176,16 +178,18 @@ func TestWithBackoffOfOneAttemptReturnsTheConflictAndLeavesObjUnchanged(t *testi
 	}
 }
 
-func TestWithAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
+func TestAPIReaderIsUsedForTheReReadAfterAConflict(t *testing.T) {
 	c := env.Client(t)
 	reader, reqs := countingClient(t)
 	ctx := t.Context()
 	w := newWidget(t, c, env.Namespace(t), "w")
 	stale := w.DeepCopy()
-	if _, err := finalizer.Add(ctx, c, w, barFinalizer, asTest); err != nil {
+	if _, err := finalizer.NewWriter(c, testOwner).Add(ctx, w, barFinalizer); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := finalizer.Add(ctx, c, stale, fooFinalizer, finalizer.WithAPIReader(reader), asTest); err != nil {
+	fw := finalizer.NewWriter(c, testOwner)
+	fw.APIReader = reader
+	if _, err := fw.Add(ctx, stale, fooFinalizer); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff(map[string]int{"get": 1}, reqs.Snapshot()); diff != "" {
@@ -206,7 +210,7 @@ func TestAddOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	reqs.Snapshot()
 
 	for _, name := range []string{fooFinalizer, keepFinalizer} {
-		changed, err := finalizer.Add(ctx, c, w, name, asTest)
+		changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, w, name)
 		if changed || !errors.Is(err, finalizer.ErrDeleting) {
 			t.Errorf("Add(%q) = (%v, %v), want (false, ErrDeleting)", name, changed, err)
 		}
@@ -214,6 +218,9 @@ func TestAddOnObjectBeingDeletedAddsNothing(t *testing.T) {
 		// deletion path.
 		if class, _ := rkerrors.Classify(err); class != rkerrors.ClassConflict {
 			t.Errorf("Add(%q) error classed %v, want conflict", name, class)
+		}
+		if reason := rkerrors.Reason(err); reason != "Deleting" {
+			t.Errorf("Add(%q) error has reason %q, want Deleting", name, reason)
 		}
 	}
 	if got := reqs.Snapshot(); len(got) != 0 {
@@ -234,7 +241,7 @@ func TestAddWhenDeletionBeginsBetweenReadAndWrite(t *testing.T) {
 	}
 	reqs.Snapshot()
 
-	changed, err := finalizer.Add(ctx, c, read, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, read, fooFinalizer)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
 		t.Fatalf("Add = (%v, %v), want (false, ErrDeleting)", changed, err)
 	}
@@ -258,7 +265,7 @@ func TestAddWhenObjectIsDeletedBeforeTheWrite(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Add(ctx, c, read, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, read, fooFinalizer)
 	if changed || !apierrors.IsNotFound(err) {
 		t.Fatalf("Add = (%v, %v), want (false, NotFound)", changed, err)
 	}
@@ -281,7 +288,7 @@ func TestRemoveLastFinalizerLetsTheServerDeleteTheObject(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Remove(ctx, w, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("Remove = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -289,7 +296,7 @@ func TestRemoveLastFinalizerLetsTheServerDeleteTheObject(t *testing.T) {
 		t.Errorf("get after removing the last finalizer: %v, want NotFound", err)
 	}
 	// Calling again on the now vanished object is a success.
-	changed, err = finalizer.Remove(ctx, c, w, fooFinalizer, asTest)
+	changed, err = finalizer.NewWriter(c, testOwner).Remove(ctx, w, fooFinalizer)
 	if err != nil || changed {
 		t.Errorf("Remove again = (%v, %v), want (false, nil)", changed, err)
 	}
@@ -312,7 +319,7 @@ func TestRemoveFromAVanishedObjectIsSuccess(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	changed, err := finalizer.Remove(ctx, c, read, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Remove(ctx, read, fooFinalizer)
 	if err != nil || changed {
 		t.Fatalf("Remove = (%v, %v), want (false, nil)", changed, err)
 	}
@@ -333,10 +340,13 @@ func TestInvalidNamesAreRejectedBeforeAnyRequest(t *testing.T) {
 			if err := finalizer.ValidateName(tt.finalizer); !errors.Is(err, finalizer.ErrInvalidName) {
 				t.Errorf("ValidateName(%q) = %v, want ErrInvalidName", tt.finalizer, err)
 			}
-			// A nil client would panic if Add sent anything.
-			changed, err := finalizer.Add(t.Context(), nil, &testapi.Widget{}, tt.finalizer, asTest)
+			c, reqs := countingClient(t)
+			changed, err := finalizer.NewWriter(c, testOwner).Add(t.Context(), &testapi.Widget{}, tt.finalizer)
 			if changed || !errors.Is(err, finalizer.ErrInvalidName) {
 				t.Errorf("Add(%q) = (%v, %v), want (false, ErrInvalidName)", tt.finalizer, changed, err)
+			}
+			if got := reqs.Snapshot(); len(got) != 0 {
+				t.Errorf("requests %v, want none", got)
 			}
 		})
 	}
@@ -374,9 +384,9 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 					for {
 						var err error
 						if add {
-							_, err = finalizer.Add(ctx, c, obj, name, asTest)
+							_, err = finalizer.NewWriter(c, testOwner).Add(ctx, obj, name)
 						} else {
-							_, err = finalizer.Remove(ctx, c, obj, name, asTest)
+							_, err = finalizer.NewWriter(c, testOwner).Remove(ctx, obj, name)
 						}
 						if apierrors.IsConflict(err) {
 							mu.Lock()
@@ -406,7 +416,9 @@ func TestConcurrentWritersNeverLoseAFinalizer(t *testing.T) {
 			// End with the finalizer added.
 			patient := retry.DefaultRetry
 			patient.Steps = 50
-			if _, err := finalizer.Add(ctx, c, obj, name, finalizer.WithRetry(patient), asTest); err != nil {
+			fw := finalizer.NewWriter(c, testOwner)
+			fw.Retry = patient
+			if _, err := fw.Add(ctx, obj, name); err != nil {
 				fail("final Add: %v", err)
 			}
 		})
@@ -443,7 +455,7 @@ func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	reqs.Snapshot()
 
 	handBuilt := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	changed, err := finalizer.Add(ctx, c, handBuilt, fooFinalizer, asTest)
+	changed, err := finalizer.NewWriter(c, testOwner).Add(ctx, handBuilt, fooFinalizer)
 	if err != nil || !changed {
 		t.Fatalf("Add = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -455,7 +467,7 @@ func TestHandBuiltObjectIsReadBeforeItIsWritten(t *testing.T) {
 	}
 
 	handBuilt = &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
-	if changed, err := finalizer.Remove(ctx, c, handBuilt, fooFinalizer, asTest); err != nil || !changed {
+	if changed, err := finalizer.NewWriter(c, testOwner).Remove(ctx, handBuilt, fooFinalizer); err != nil || !changed {
 		t.Fatalf("Remove = (%v, %v), want (true, nil)", changed, err)
 	}
 	if diff := cmp.Diff([]string{keepFinalizer}, serverFinalizers(t, c, handBuilt)); diff != "" {

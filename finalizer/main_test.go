@@ -6,15 +6,14 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 var env testenv.Env
 
-// asTest names the tests' field owner.
-var asTest = finalizer.WithFieldOwner("finalizer-test")
+// testOwner is the tests' field owner.
+const testOwner = "finalizer-test"
 
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{

@@ -27,8 +27,8 @@ import (
 // Secret: always 0) never get a bump, and controller-runtime's fake client
 // bumps nothing, so there the update is dropped and cleanup never starts.
 // ChangedPredicate makes the outcome the same everywhere. It also lets through the
-// removal of a finalizer by someone else, so [Registry.AddAll] can put it back;
-// the addition of one (usually the reconciler's own AddAll) is dropped, as
+// removal of a finalizer by someone else, so [Registry.AddMissing] can put it back;
+// the addition of one (usually the reconciler's own AddMissing) is dropped, as
 // it needs no reconcile.
 func ChangedPredicate() predicate.Predicate {
 	return predicate.Funcs{
@@ -45,7 +45,7 @@ func ChangedPredicate() predicate.Predicate {
 }
 
 // lostFinalizer reports whether a finalizer of old is missing from new.
-// Additions (our own AddAll, most often) are not worth a reconcile.
+// Additions (our own AddMissing, most often) are not worth a reconcile.
 func lostFinalizer(old, new []string) bool {
 	for _, f := range old {
 		if !slices.Contains(new, f) {

@@ -150,6 +150,8 @@ func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
+	fw := finalizer.NewWriter(mgr.GetClient(), testOwner)
+	fw.APIReader = mgr.GetAPIReader()
 	reconciler := func(newObj func() client.Object) reconcile.Reconciler {
 		return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			obj := newObj()
@@ -157,10 +159,10 @@ func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 				return ctrl.Result{}, client.IgnoreNotFound(err)
 			}
 			if !obj.GetDeletionTimestamp().IsZero() {
-				_, err := set.Run(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()), asTest)
+				_, err := set.Finalize(ctx, fw, obj)
 				return ctrl.Result{}, err
 			}
-			_, err := set.AddAll(ctx, mgr.GetClient(), obj, finalizer.WithAPIReader(mgr.GetAPIReader()), asTest)
+			_, err := set.AddMissing(ctx, fw, obj)
 			return ctrl.Result{}, err
 		})
 	}

@@ -44,7 +44,7 @@ func (e *CleanupError) Error() string {
 // Unwrap returns the cause.
 func (e *CleanupError) Unwrap() error { return e.Err }
 
-// RunResult says what [Registry.Run] did.
+// RunResult says what [Registry.Finalize] did.
 type RunResult struct {
 	// Removed lists, in run order, the finalizers whose cleanup succeeded
 	// and that this call removed from the object.
@@ -106,15 +106,15 @@ func (s *Registry[T]) Names() []string {
 	return names
 }
 
-// AddAll adds every registered finalizer that obj lacks, in one patch, in
-// registration order; like [Add] it makes no request when nothing is
-// missing, never drops another writer's finalizer, and returns [ErrDeleting]
-// for an object being deleted. Call it on the not-deleted path of a
-// reconcile, before creating anything that will need cleaning up. Without
-// [WithFieldOwner] it returns [ErrNoFieldOwner].
-func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts ...Option) (changed bool, err error) {
-	o, err := newOptions(c, opts, "adding finalizers to", obj)
-	if err != nil {
+// AddMissing adds every registered finalizer that obj lacks, in one patch
+// through w, in registration order; like [Writer.Add] it makes no request
+// when nothing is missing, never drops another writer's finalizer, and
+// returns [ErrDeleting] for an object being deleted. Call it on the
+// not-deleted path of a reconcile, before creating anything that will need
+// cleaning up. A Writer that [Writer.Validate] refuses returns its error and
+// sends nothing.
+func (s *Registry[T]) AddMissing(ctx context.Context, w *Writer, obj T) (changed bool, err error) {
+	if err := w.check("adding finalizers to", obj); err != nil {
 		return false, err
 	}
 	s.mu.RLock()
@@ -124,7 +124,7 @@ func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts .
 		return false, nil // the hot path: nothing to write
 	}
 	names := s.Names()
-	return write(ctx, c, obj, o, func(current []string) ([]string, error) {
+	return w.write(ctx, obj, func(current []string) ([]string, error) {
 		var missing []string
 		for _, n := range names {
 			if !slices.Contains(current, n) {
@@ -144,23 +144,31 @@ func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts .
 	})
 }
 
-// Run is the deletion path of a reconcile: for an object with a
+// AddAll adds every registered finalizer that obj lacks, as
+// [Registry.AddMissing] does, through c with the options opts.
+//
+// Deprecated: use AddMissing(ctx, finalizer.NewWriter(c, fieldOwner), obj);
+// the Writer's fields replace the options.
+func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts ...Option) (changed bool, err error) {
+	return s.AddMissing(ctx, writerFor(c, opts), obj)
+}
+
+// Finalize is the deletion path of a reconcile: for an object with a
 // deletionTimestamp it runs, in registration order, the cleanup of each
 // registered finalizer the object still has, stopping at the first failure,
 // and then removes the finalizers whose cleanup succeeded in one patch that
-// cannot drop another writer's finalizer (see [Remove]). Finalizers on the
+// cannot drop another writer's finalizer, through w (see [Writer.Remove]). Finalizers on the
 // object that the Registry does not know are left alone.
 //
 // A failed cleanup keeps its finalizer (and those after it) and is returned
 // as a [*CleanupError] wrapping the cause, joined with the patch error if
 // removing the earlier ones failed too. An object that vanishes (NotFound) is
-// done: Run then returns a Result with nothing remaining and no error.
-// Run returns [ErrNotDeleting], without running anything, for an object that
-// is not being deleted, and [ErrNoFieldOwner], without running anything,
-// without [WithFieldOwner].
-func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...Option) (RunResult, error) {
-	o, err := newOptions(c, opts, "running finalizers of", obj)
-	if err != nil {
+// done: Finalize then returns a RunResult with nothing remaining and no
+// error. Finalize returns [ErrNotDeleting], without running anything, for
+// an object that is not being deleted, and the error of a Writer that
+// [Writer.Validate] refuses, without running anything.
+func (s *Registry[T]) Finalize(ctx context.Context, w *Writer, obj T) (RunResult, error) {
+	if err := w.check("running finalizers of", obj); err != nil {
 		return RunResult{}, err
 	}
 	if !deleting(obj) {
@@ -184,7 +192,7 @@ func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...O
 	}
 
 	var removed []string
-	_, patchErr := write(ctx, c, obj, o, func(current []string) ([]string, error) {
+	_, patchErr := w.write(ctx, obj, func(current []string) ([]string, error) {
 		removed = removed[:0]
 		next := slices.DeleteFunc(slices.Clone(current), func(n string) bool {
 			if slices.Contains(succeeded, n) {
@@ -213,4 +221,13 @@ func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...O
 		}
 	}
 	return res, errors.Join(cleanupErr, patchErr)
+}
+
+// Run runs the cleanups of an object being deleted, as [Registry.Finalize]
+// does, through c with the options opts.
+//
+// Deprecated: use Finalize(ctx, finalizer.NewWriter(c, fieldOwner), obj);
+// the Writer's fields replace the options.
+func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...Option) (RunResult, error) {
+	return s.Finalize(ctx, writerFor(c, opts), obj)
 }

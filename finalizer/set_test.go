@@ -70,7 +70,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 	}
 
 	reqs.Snapshot()
-	changed, err := s.AddAll(ctx, c, w, asTest)
+	changed, err := s.AddMissing(ctx, finalizer.NewWriter(c, testOwner), w)
 	if err != nil || !changed {
 		t.Fatalf("AddAll = (%v, %v), want (true, nil)", changed, err)
 	}
@@ -82,7 +82,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 		t.Errorf("server finalizers after AddAll (-want +got):\n%s", diff)
 	}
 	reqs.Snapshot()
-	changed, err = s.AddAll(ctx, c, w, asTest)
+	changed, err = s.AddMissing(ctx, finalizer.NewWriter(c, testOwner), w)
 	if err != nil || changed {
 		t.Errorf("second AddAll = (%v, %v), want (false, nil)", changed, err)
 	}
@@ -92,7 +92,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 
 	deleted(t, c, w)
 	reqs.Snapshot()
-	res, err := s.Run(ctx, c, w, asTest)
+	res, err := s.Finalize(ctx, finalizer.NewWriter(c, testOwner), w)
 	if err != nil {
 		t.Fatalf("Run: %v", err)
 	}
@@ -115,7 +115,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 	// Nothing left for the Registry: a second Run is free and runs nothing.
 	rec.ran = nil
 	reqs.Snapshot()
-	res, err = s.Run(ctx, c, w, asTest)
+	res, err = s.Finalize(ctx, finalizer.NewWriter(c, testOwner), w)
 	if err != nil || !res.Done() || len(rec.ran) != 0 {
 		t.Errorf("second Run = (%+v, %v) ran %v, want done, nil, nothing ran", res, err, rec.ran)
 	}
@@ -131,12 +131,12 @@ func TestRunFailingCleanupKeepsItsFinalizerAndReturnsTheCause(t *testing.T) {
 	cause := apierrors.NewServiceUnavailable("bucket service down")
 	rec := &recorder{fail: map[string]error{dnsFinalizer: cause}}
 	s := rec.set(t, networkFinalizer, dnsFinalizer, bucketFinalizer)
-	if _, err := s.AddAll(ctx, c, w, asTest); err != nil {
+	if _, err := s.AddMissing(ctx, finalizer.NewWriter(c, testOwner), w); err != nil {
 		t.Fatal(err)
 	}
 	deleted(t, c, w)
 
-	res, err := s.Run(ctx, c, w, asTest)
+	res, err := s.Finalize(ctx, finalizer.NewWriter(c, testOwner), w)
 	var cleanupErr *finalizer.CleanupError
 	if !errors.As(err, &cleanupErr) || cleanupErr.Name != dnsFinalizer {
 		t.Fatalf("Run error = %v, want a *CleanupError for %q", err, dnsFinalizer)
@@ -157,7 +157,7 @@ func TestRunFailingCleanupKeepsItsFinalizerAndReturnsTheCause(t *testing.T) {
 
 	// Once the cause is fixed the next Run finishes and the object is gone.
 	rec.fail, rec.ran = nil, nil
-	res, err = s.Run(ctx, c, w, asTest)
+	res, err = s.Finalize(ctx, finalizer.NewWriter(c, testOwner), w)
 	if err != nil || !res.Done() {
 		t.Fatalf("Run after the fix = (%+v, %v), want done", res, err)
 	}
@@ -175,11 +175,11 @@ func TestRunCleanupErrorKeepsTerminalCauseVisible(t *testing.T) {
 	w := newWidget(t, c, env.Namespace(t), "w")
 	rec := &recorder{fail: map[string]error{dnsFinalizer: reconcile.TerminalError(errors.New("zone is locked"))}}
 	s := rec.set(t, dnsFinalizer)
-	if _, err := s.AddAll(ctx, c, w, asTest); err != nil {
+	if _, err := s.AddMissing(ctx, finalizer.NewWriter(c, testOwner), w); err != nil {
 		t.Fatal(err)
 	}
 	deleted(t, c, w)
-	_, err := s.Run(ctx, c, w, asTest)
+	_, err := s.Finalize(ctx, finalizer.NewWriter(c, testOwner), w)
 	if !errors.Is(err, reconcile.TerminalError(nil)) {
 		t.Errorf("errors.Is(%v, reconcile.TerminalError(nil)) = false, want true", err)
 	}
@@ -192,7 +192,7 @@ func TestRunOnObjectNotBeingDeletedRunsNothing(t *testing.T) {
 	s := rec.set(t, dnsFinalizer)
 	reqs.Snapshot()
 
-	_, err := s.Run(t.Context(), c, w, asTest)
+	_, err := s.Finalize(t.Context(), finalizer.NewWriter(c, testOwner), w)
 	if !errors.Is(err, finalizer.ErrNotDeleting) {
 		t.Errorf("Run error = %v, want ErrNotDeleting", err)
 	}
@@ -217,7 +217,7 @@ func TestRunWhenTheObjectVanishesIsDone(t *testing.T) {
 	}
 
 	rec := &recorder{}
-	res, err := rec.set(t, dnsFinalizer).Run(ctx, c, read, asTest)
+	res, err := rec.set(t, dnsFinalizer).Finalize(ctx, finalizer.NewWriter(c, testOwner), read)
 	if err != nil || !res.Done() {
 		t.Errorf("Run = (%+v, %v), want done and no error", res, err)
 	}
@@ -229,7 +229,7 @@ func TestAddAllOnObjectBeingDeletedAddsNothing(t *testing.T) {
 	deleted(t, c, w)
 	rec := &recorder{}
 	reqs.Snapshot()
-	changed, err := rec.set(t, dnsFinalizer).AddAll(t.Context(), c, w, asTest)
+	changed, err := rec.set(t, dnsFinalizer).AddMissing(t.Context(), finalizer.NewWriter(c, testOwner), w)
 	if changed || !errors.Is(err, finalizer.ErrDeleting) {
 		t.Errorf("AddAll = (%v, %v), want (false, ErrDeleting)", changed, err)
 	}

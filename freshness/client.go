@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
@@ -44,6 +45,9 @@ func form(obj runtime.Object) string {
 // Get reads through the wrapped client and, when the object is one this
 // process wrote and the copy is older than that write, waits for the cache.
 func (g *guarded) Get(ctx context.Context, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	err := g.Client.Get(ctx, k, obj, opts...)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
@@ -68,7 +72,9 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 		g.t.caughtUp(tk, e)
 		return err
 	}
-	start := time.Now()
+	// The wait runs on real timers (Tracker.Clock), so it is measured by
+	// the real clock.
+	start := clock.RealClock{}.Now()
 	outcome := "gave_up"
 	defer func() { staleReadsTotal.WithLabelValues(outcome).Inc() }()
 	wait := g.t.maxWait()
@@ -110,13 +116,16 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 
 func (g *guarded) stale(tk key, e entry, start time.Time) error {
 	return &StaleError{Kind: tk.gvk.Kind, Key: client.ObjectKey{Namespace: tk.namespace, Name: tk.name},
-		Want: e.want(), Waited: time.Since(start)}
+		Want: e.want(), Waited: clock.RealClock{}.Since(start)}
 }
 
 // List reads through the wrapped client and, when this process wrote
 // objects of the list's kind in its namespace that the cache has not caught
 // up with, waits for them and lists again.
 func (g *guarded) List(ctx context.Context, list client.ObjectList, opts ...client.ListOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	if err := g.Client.List(ctx, list, opts...); err != nil {
 		return err
 	}
@@ -191,28 +200,43 @@ func (g *guarded) wrote(err error, dryRun []string, obj any, created bool) error
 
 // Create creates obj and remembers it.
 func (g *guarded) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	return g.wrote(g.Client.Create(ctx, obj, opts...), (&client.CreateOptions{}).ApplyOptions(opts).DryRun, obj, true)
 }
 
 // Update updates obj and remembers the new version.
 func (g *guarded) Update(ctx context.Context, obj client.Object, opts ...client.UpdateOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	return g.wrote(g.Client.Update(ctx, obj, opts...), (&client.UpdateOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Patch patches obj and remembers the new version.
 func (g *guarded) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	return g.wrote(g.Client.Patch(ctx, obj, patch, opts...), (&client.PatchOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Apply applies obj and, for an unstructured apply configuration (whose
 // answer the client decodes into it), remembers the new version.
 func (g *guarded) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.ApplyOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	return g.wrote(g.Client.Apply(ctx, obj, opts...), (&client.ApplyOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Delete deletes obj and remembers that it should be gone (or, with
 // finalizers, marked for deletion).
 func (g *guarded) Delete(ctx context.Context, obj client.Object, opts ...client.DeleteOption) error {
+	if err := g.t.valid(); err != nil {
+		return err
+	}
 	err := g.Client.Delete(ctx, obj, opts...)
 	if (err == nil || apierrors.IsNotFound(err)) && len((&client.DeleteOptions{}).ApplyOptions(opts).DryRun) == 0 {
 		if k, ok := g.keyOf(obj, obj.GetNamespace(), obj.GetName()); ok {
@@ -241,17 +265,26 @@ type subWriter struct {
 
 // Update updates the subresource and remembers the object's new version.
 func (w *subWriter) Update(ctx context.Context, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+	if err := w.g.t.valid(); err != nil {
+		return err
+	}
 	return w.g.wrote(w.SubResourceWriter.Update(ctx, obj, opts...), (&client.SubResourceUpdateOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Patch patches the subresource and remembers the object's new version.
 func (w *subWriter) Patch(ctx context.Context, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+	if err := w.g.t.valid(); err != nil {
+		return err
+	}
 	return w.g.wrote(w.SubResourceWriter.Patch(ctx, obj, patch, opts...), (&client.SubResourcePatchOptions{}).ApplyOptions(opts).DryRun, obj, false)
 }
 
 // Apply applies the subresource and, for an unstructured apply
 // configuration, remembers the object's new version.
 func (w *subWriter) Apply(ctx context.Context, obj runtime.ApplyConfiguration, opts ...client.SubResourceApplyOption) error {
+	if err := w.g.t.valid(); err != nil {
+		return err
+	}
 	return w.g.wrote(w.SubResourceWriter.Apply(ctx, obj, opts...), (&client.SubResourceApplyOptions{}).ApplyOpts(opts).DryRun, obj, false)
 }
 

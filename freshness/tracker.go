@@ -66,10 +66,18 @@ func (e *StaleError) Is(target error) bool { return target == ErrStale }
 // soon and quietly, like a 409.
 func (e *StaleError) Class() errors.Class { return errors.ClassConflict }
 
+// ErrInvalidTracker is wrapped by the error of [Tracker.Validate] for a
+// Tracker set up wrong, with the reason.
+var ErrInvalidTracker = errors.New("freshness: invalid Tracker")
+
 // Tracker remembers the writes of this process and keeps the clients it
 // guards from reading a cached object older than them. The zero value is
 // ready to use; set fields before first use. A Tracker is safe for
 // concurrent use; share one per manager (or per controller).
+//
+// A Tracker with a field set wrong ([Tracker.Validate]) guards nothing: its
+// NewClient returns the error, and every call of a client it wraps returns
+// it, classed permanent, without sending anything.
 type Tracker struct {
 	// Informers are the cache's informers (the manager's mgr.GetCache()),
 	// whose events wake a read waiting for the cache. NewClient sets them
@@ -86,8 +94,13 @@ type Tracker struct {
 	// forgotten first. Zero means [DefaultMaxEntries] (50,000).
 	MaxEntries int
 	// Clock tells the time of writes, for TTL. Nil means the real clock.
-	// Waiting always uses real timers.
+	// A read's wait for the cache (MaxWait) always runs on real timers, so
+	// that a test clock nobody steps never holds a worker: it is measured
+	// by the real clock too.
 	Clock clock.PassiveClock
+
+	validOnce sync.Once
+	invalid   error
 
 	mu        sync.Mutex
 	watchMu   sync.Mutex // serializes handler registrations
@@ -139,6 +152,32 @@ type entry struct {
 	at               time.Time
 }
 
+// Validate reports a Tracker set up wrong: a negative TTL or MaxEntries
+// (zero means the default; there is no meaning for less). A negative MaxWait
+// is valid: it never waits. The error wraps [ErrInvalidTracker]. The
+// Tracker calls it on first use; call it while setting up to fail early.
+func (t *Tracker) Validate() error {
+	switch {
+	case t == nil:
+		return fmt.Errorf("%w: nil", ErrInvalidTracker)
+	case t.TTL < 0:
+		return fmt.Errorf("%w: TTL is negative (%s); zero means DefaultTTL", ErrInvalidTracker, t.TTL)
+	case t.MaxEntries < 0:
+		return fmt.Errorf("%w: MaxEntries is negative (%d); zero means DefaultMaxEntries", ErrInvalidTracker, t.MaxEntries)
+	}
+	return nil
+}
+
+// valid is [Tracker.Validate] of the first use, classed permanent.
+func (t *Tracker) valid() error {
+	t.validOnce.Do(func() {
+		if err := t.Validate(); err != nil {
+			t.invalid = errors.Permanent(err)
+		}
+	})
+	return t.invalid
+}
+
 // Len returns how many writes the Tracker remembers now.
 func (t *Tracker) Len() int {
 	t.mu.Lock()
@@ -150,6 +189,9 @@ func (t *Tracker) Len() int {
 // the manager's client as controller-runtime does and guards it with t,
 // taking the informers from the manager's cache when t.Informers is nil.
 func (t *Tracker) NewClient(config *rest.Config, options client.Options) (client.Client, error) {
+	if err := t.valid(); err != nil {
+		return nil, err
+	}
 	c, err := client.New(config, options)
 	if err != nil {
 		return nil, err
@@ -192,7 +234,7 @@ func TrackerOf(c client.Client) *Tracker {
 
 func (t *Tracker) now() time.Time {
 	if t.Clock == nil {
-		return time.Now()
+		return clock.RealClock{}.Now()
 	}
 	return t.Clock.Now()
 }

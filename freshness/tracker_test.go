@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -631,5 +633,84 @@ func TestTenThousandWritesAndDeletionsLeaveNothingBehind(t *testing.T) {
 	}
 	if most != 1 {
 		t.Errorf("at most %d entries at once, want 1: each write is forgotten once the informer delivers it", most)
+	}
+}
+
+// TestValidateRefusesNegativeBounds: a negative TTL or MaxEntries is a
+// mistake (zero is the default), refused by Validate with an error that
+// names the field; a negative MaxWait is valid (never wait).
+func TestValidateRefusesNegativeBounds(t *testing.T) {
+	tests := []struct {
+		name    string
+		tracker *freshness.Tracker
+		want    string // "" means valid
+	}{
+		{name: "zero", tracker: &freshness.Tracker{}},
+		{name: "negative MaxWait never waits", tracker: &freshness.Tracker{MaxWait: -1}},
+		{name: "everything set", tracker: &freshness.Tracker{MaxWait: time.Second, TTL: time.Minute, MaxEntries: 10}},
+		{name: "nil", tracker: nil, want: "nil"},
+		{name: "negative TTL", tracker: &freshness.Tracker{TTL: -time.Second}, want: "TTL"},
+		{name: "negative MaxEntries", tracker: &freshness.Tracker{MaxEntries: -1}, want: "MaxEntries"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.tracker.Validate()
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("Validate = %v, want nil", err)
+			case tt.want != "" && (!errors.Is(err, freshness.ErrInvalidTracker) || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("Validate = %v, want ErrInvalidTracker naming %s", err, tt.want)
+			}
+		})
+	}
+}
+
+// TestAnInvalidTrackerGuardsNothingAndSaysWhy: every call of a client an
+// invalid Tracker wraps returns Validate's error, classed permanent, and
+// sends nothing; so does NewClient.
+func TestAnInvalidTrackerGuardsNothingAndSaysWhy(t *testing.T) {
+	var sent int
+	inner := interceptor.NewClient(fake.NewClientBuilder().WithObjects(configMap("a", "1")).Build(), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			sent++
+			return c.Get(ctx, key, obj, opts...)
+		},
+		Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+			sent++
+			return c.Create(ctx, obj, opts...)
+		},
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			sent++
+			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+		},
+	})
+	tracker := &freshness.Tracker{TTL: -time.Minute}
+	c := tracker.Wrap(inner)
+	ctx := t.Context()
+	calls := map[string]func() error{
+		"Get": func() error {
+			return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "a"}, &corev1.ConfigMap{})
+		},
+		"List":   func() error { return c.List(ctx, &corev1.ConfigMapList{}) },
+		"Create": func() error { return c.Create(ctx, configMap("b", "1")) },
+		"Status().Patch": func() error {
+			return c.Status().Patch(ctx, configMap("a", "2"), client.RawPatch(types.MergePatchType, []byte(`{}`)))
+		},
+		"Delete": func() error { return c.Delete(ctx, configMap("a", "1")) },
+	}
+	for name, call := range calls {
+		err := call()
+		if !errors.Is(err, freshness.ErrInvalidTracker) {
+			t.Errorf("%s = %v, want ErrInvalidTracker", name, err)
+		}
+		if class, _ := errors.Classify(err); class != errors.ClassPermanent {
+			t.Errorf("%s: class %v, want permanent", name, class)
+		}
+	}
+	if sent != 0 {
+		t.Errorf("%d requests sent through an invalid Tracker, want 0", sent)
+	}
+	if _, err := tracker.NewClient(&rest.Config{Host: "http://127.0.0.1:1"}, client.Options{}); !errors.Is(err, freshness.ErrInvalidTracker) {
+		t.Errorf("NewClient = %v, want ErrInvalidTracker", err)
 	}
 }

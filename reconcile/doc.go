@@ -11,15 +11,12 @@
 // writes them once, with package finalizer, status, errors and requeue:
 //
 //	const fieldOwner = "website-controller"
-//	loop := &reconcile.Loop[*v1.Website]{
-//		Client:     mgr.GetClient(),
-//		FieldOwner: fieldOwner,
-//		Sync: func(ctx context.Context, site *v1.Website) (reconcile.Progress, error) {
+//	loop := reconcile.New(mgr.GetClient(), fieldOwner,
+//		func(ctx context.Context, site *v1.Website) (reconcile.Progress, error) {
 //			_, err := drift.Ensure(ctx, mgr.GetClient(), deployment(site),
 //				drift.Owner(site), drift.WithFieldOwner(fieldOwner))
 //			return reconcile.Progress{Reason: "Deployed"}, err
-//		},
-//	}
+//		})
 //
 // [Events] says which summary transitions become Kubernetes events: by
 // default one Normal event when an object becomes Ready, and Warnings. The
@@ -32,17 +29,18 @@
 //
 // # One field owner
 //
-// [Loop].FieldOwner names the operator, and is required ([Loop.Validate] reports
-// it missing, wrapping [ErrInvalidLoop]): the Loop sends its status writes
-// (status.Writer.FieldOwner) and finalizer patches (finalizer.WithFieldOwner)
-// under it, never under the client's default manager (the binary's name,
-// "manager" in every kubebuilder project) nor a name shared by every user
-// of the library. Sync writes children itself: pass the same name to drift
-// (drift.WithFieldOwner(loop.FieldOwner), required there too), so that
-// every write of the operator goes out under one field manager, and "fields
-// we wrote before" means this operator's fields. Deletes (a cleanup's,
-// ownership.Prune's) carry no field manager: a DELETE has none. An operator
-// that replaces another
+// [New] takes the field owner that names the operator, beside the client
+// and Sync: the Loop sends its status writes (status.NewWriter) and
+// finalizer patches (finalizer.NewWriter) under it, never under the
+// client's default manager (the binary's name, "manager" in every
+// kubebuilder project) nor a name shared by every user of the library. An
+// empty one sends nothing: [Loop.Validate] reports it, wrapping
+// [ErrInvalidLoop] and errors.ErrNoFieldOwner, and every reconcile returns
+// that error, permanent. Sync writes children itself: pass the same name
+// to drift (required there too), so that every write of the operator goes
+// out under one field manager, and "fields we wrote before" means this
+// operator's fields. Deletes (a cleanup's, ownership.Prune's) carry no
+// field manager: a DELETE has none. An operator that replaces another
 // controller lists that controller's field managers in drift.Replaces (see
 // package drift, "Adopting what another controller wrote").
 //

@@ -136,11 +136,12 @@ func (e Events) String() string {
 // [freshness]: a reconcile never acts on a cached copy of the object older
 // than this process's last write of it (see the Freshness field).
 //
-// The zero Loop is not usable: set Client, Sync and FieldOwner. Everything
-// else is optional. A Loop is safe for concurrent use by several workers;
-// use it by pointer and do not copy it after first use. [Loop.Validate]
-// runs once, on the first reconcile; call it while setting up to fail
-// early.
+// Build a Loop with [New], which takes what every reconcile needs: the
+// client, the operator's field owner and Sync; every other field is
+// optional, set before first use. A Loop is safe for concurrent use by
+// several workers; use it by pointer and do not copy it after first use.
+// [Loop.Validate] runs once, on the first reconcile; call it while setting
+// up to fail early.
 //
 // A Loop keeps no state of its own beyond its Policy (what it remembers of
 // each request's failures) and Freshness (this process's writes). A
@@ -151,18 +152,25 @@ func (e Events) String() string {
 // few allocations and no request (examples/kubebuilder in the module).
 type Loop[T Object] struct {
 	// Client reads the object (usually the manager's cached client) and
-	// writes finalizers and status. Required.
+	// writes finalizers and status.
+	//
+	// Deprecated: pass the client to [New]. A Loop built as a struct
+	// literal still works: this field is the client New sets.
 	Client client.Client
 	// APIReader re-reads the object from the API server after a conflict
 	// (usually the manager's GetAPIReader()). Defaults to Client.
 	APIReader client.Reader
-	// Sync is the reconciler's own logic. Required.
+	// Sync is the reconciler's own logic.
+	//
+	// Deprecated: pass Sync to [New]. A Loop built as a struct literal
+	// still works: this field is the function New sets.
 	Sync func(ctx context.Context, obj T) (Progress, error)
 	// Finalizers run, in their order, when the object is deleted; the loop
 	// keeps them on the object otherwise. Nil means no finalizers.
 	Finalizers *finalizer.Registry[T]
 	// Policy decides what an error means and what to return. Nil means a
-	// zero Policy of this Loop's own.
+	// zero Policy of this Loop's own, which tells the time by the Loop's
+	// Clock. A Policy given here keeps its own Clock.
 	Policy *requeue.Policy
 	// Recorder records events on summary transitions. Nil records none.
 	// Use the manager's GetEventRecorder(name).
@@ -175,13 +183,16 @@ type Loop[T Object] struct {
 	// Degraded. The zero value keeps none.
 	Mirror Mirror
 	// FieldOwner names the operator: the field manager of the loop's status
-	// writes ([status.Writer].FieldOwner) and finalizer patches
-	// ([finalizer.WithFieldOwner]). Required ([Loop.Validate]). Sync should
-	// give its own writes the same name (drift.WithFieldOwner(FieldOwner)),
-	// so that the API server records one field manager per operator; never
-	// a name another controller uses.
+	// writes and finalizer patches.
+	//
+	// Deprecated: pass the field owner to [New]. A Loop built as a struct
+	// literal still works: this field is the name New sets.
 	FieldOwner string
-	// Clock stamps condition transitions. Nil means the real clock.
+	// Clock tells the Loop's time: it stamps condition transitions, dates
+	// FirstStatusWithin, and is the Clock of the Loop's own Policy (for
+	// ReportAfter) and of its own freshness Tracker (for its TTL), the
+	// ones it makes when Policy or Freshness is nil. Nil means the real
+	// clock.
 	Clock clock.PassiveClock
 	// FirstStatusWithin lets the first status of a new object wait for
 	// the reconcile that makes it worth writing: when an object has no
@@ -194,7 +205,8 @@ type Loop[T Object] struct {
 	FirstStatusWithin time.Duration
 	// Freshness keeps the loop from acting on a cached copy of the object
 	// older than its own writes (status, finalizers). Nil means a Tracker
-	// of the loop's own, without informers: a stale read is then retried
+	// of the loop's own, with the Loop's Clock and without informers: a
+	// stale read is then retried
 	// shortly (a quiet requeue) instead of waited for. Give a Tracker with
 	// the manager's informers (Informers: mgr.GetCache()) to wait for the
 	// cache instead, and guard Sync's own client with the same Tracker. A
@@ -279,10 +291,32 @@ const ReasonCleanupFailed = "CleanupFailed"
 // ErrInvalidLoop reports a Loop that cannot run.
 var ErrInvalidLoop = errors.New("reconcile: invalid Loop")
 
-// Validate reports a Loop that cannot run: no Client, no Sync, no
-// FieldOwner, a Mirror that names Ready, Reconciling or Stalled (or one
-// type twice), or a type T that is not a pointer to a struct (the loop
-// makes a new T for every reconcile). The error wraps [ErrInvalidLoop].
+// New returns a Loop that reconciles objects of type T through c, under the
+// field manager fieldOwner, around sync, the reconciler's own logic. c reads
+// the object (usually the manager's cached client) and writes finalizers and
+// status. fieldOwner is the operator's own name, the field manager of the
+// Loop's status writes and finalizer patches: give Sync's own writes the
+// same name (drift takes it where its writer is built), so that the API
+// server records one field manager per operator, never a name another
+// controller uses. Set the optional fields (APIReader, Finalizers, Policy,
+// Recorder, ...) before the first reconcile.
+//
+// A Loop built with an empty fieldOwner, a nil c or a nil sync sends
+// nothing: [Loop.Validate] says why, and every reconcile returns that
+// error, classed permanent (an empty fieldOwner's wraps
+// errors.ErrNoFieldOwner).
+func New[T Object](c client.Client, fieldOwner string, sync func(ctx context.Context, obj T) (Progress, error)) *Loop[T] {
+	return &Loop[T]{Client: c, FieldOwner: fieldOwner, Sync: sync}
+}
+
+// Validate reports a Loop that cannot run: no client, no Sync, no field
+// owner (the error also wraps errors.ErrNoFieldOwner), a Mirror that names
+// Ready, Reconciling or Stalled (or one type twice), a Freshness Tracker
+// that fails its own Validate, or a type T that is not a pointer to a
+// struct (the loop makes a new T for every reconcile). The error wraps
+// [ErrInvalidLoop]. The first reconcile calls it, and every reconcile of an
+// invalid Loop returns its error, classed permanent (so also a
+// controller-runtime terminal error), sending nothing.
 func (l *Loop[T]) Validate() error {
 	switch t := reflect.TypeFor[T](); {
 	case l == nil:
@@ -290,13 +324,15 @@ func (l *Loop[T]) Validate() error {
 	case t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct:
 		return fmt.Errorf("%w: object type %s is not a pointer to a struct", ErrInvalidLoop, t)
 	case l.Client == nil:
-		return fmt.Errorf("%w: Client is nil", ErrInvalidLoop)
+		return fmt.Errorf("%w: no client: build it with reconcile.New(c, fieldOwner, sync)", ErrInvalidLoop)
 	case l.Sync == nil:
-		return fmt.Errorf("%w: Sync is nil", ErrInvalidLoop)
+		return fmt.Errorf("%w: no Sync: build it with reconcile.New(c, fieldOwner, sync)", ErrInvalidLoop)
+	case l.FieldOwner == "":
+		return fmt.Errorf("%w: %w: build it with reconcile.New(c, fieldOwner, sync), fieldOwner the operator's own name, the field manager of its status writes and finalizer patches (give Sync's writes the same)", ErrInvalidLoop, errors.ErrNoFieldOwner)
 	case l.Mirror.validate() != nil:
 		return l.Mirror.validate()
-	case l.FieldOwner == "":
-		return fmt.Errorf("%w: FieldOwner is empty: set it to the operator's own name, the field manager of its status writes and finalizer patches (give Sync's drift writes the same)", ErrInvalidLoop)
+	case l.Freshness != nil && l.Freshness.Validate() != nil:
+		return fmt.Errorf("%w: Freshness: %w", ErrInvalidLoop, l.Freshness.Validate())
 	}
 	return nil
 }
@@ -304,23 +340,26 @@ func (l *Loop[T]) Validate() error {
 // Reconcile runs the loop for one object. See [Loop].
 func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.Result, error) {
 	if l == nil {
-		return ctrl.Result{}, crreconcile.TerminalError(l.Validate())
+		return ctrl.Result{}, errors.Permanent(l.Validate())
 	}
 	l.validateOnce.Do(func() {
-		if l.invalid = l.Validate(); l.invalid != nil {
+		if err := l.Validate(); err != nil {
+			l.invalid = errors.Permanent(err)
 			return
 		}
+		// What the Loop builds tells the time by its Clock.
+		l.defaultPolicy.Clock = l.Clock
 		l.client = l.Client
 		if freshness.TrackerOf(l.Client) == nil {
 			tracker := l.Freshness
 			if tracker == nil {
-				tracker = &freshness.Tracker{}
+				tracker = &freshness.Tracker{Clock: l.Clock}
 			}
 			l.client = tracker.Wrap(l.Client)
 		}
 	})
 	if l.invalid != nil {
-		return ctrl.Result{}, crreconcile.TerminalError(l.invalid)
+		return ctrl.Result{}, l.invalid
 	}
 	policy := l.Policy
 	if policy == nil {
@@ -334,25 +373,22 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()
 	}
 
-	fopts := []finalizer.Option{finalizer.WithFieldOwner(l.FieldOwner)}
-	if l.APIReader != nil {
-		fopts = append(fopts, finalizer.WithAPIReader(l.APIReader))
-	}
-	writer := status.Writer{Client: l.client, APIReader: l.APIReader, FieldOwner: l.FieldOwner}
+	writer := status.NewWriter(l.client, l.FieldOwner)
+	writer.APIReader = l.APIReader
 	r := run[T]{l: l, policy: policy, req: req, obj: obj}
 
 	if !obj.GetDeletionTimestamp().IsZero() {
 		if l.Finalizers == nil {
 			return ctrl.Result{}, nil
 		}
-		r.begin(&writer)
-		_, err := l.Finalizers.Run(ctx, l.client, obj, fopts...)
+		r.begin(writer)
+		_, err := l.Finalizers.Finalize(ctx, l.finalizerWriter(), obj)
 		// A failed cleanup keeps its finalizer, so the object stays: say
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
 	}
 	if l.Finalizers != nil {
-		if _, err := l.Finalizers.AddAll(ctx, l.client, obj, fopts...); err != nil {
+		if _, err := l.Finalizers.AddMissing(ctx, l.finalizerWriter(), obj); err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {
 				// Deletion began after our read: run the cleanups now.
 				return policy.Decide(ctx, req, requeue.After(0), nil).Return()
@@ -360,9 +396,16 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 			return policy.Decide(ctx, req, ctrl.Result{}, err).Return()
 		}
 	}
-	r.begin(&writer)
+	r.begin(writer)
 	p, err := l.Sync(ctx, obj)
 	return r.finish(ctx, p, err, true)
+}
+
+// finalizerWriter is the writer of the Loop's finalizer patches.
+func (l *Loop[T]) finalizerWriter() *finalizer.Writer {
+	w := finalizer.NewWriter(l.client, l.FieldOwner)
+	w.APIReader = l.APIReader
+	return w
 }
 
 // run is one reconcile of one object.

@@ -69,15 +69,11 @@ func TestLoopDecidesAConflictTheSameWayOnEveryPath(t *testing.T) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:     counter.Wrap(c),
-		FieldOwner: "loop-test",
-		Finalizers: fin,
-		Policy: &requeue.Policy{ReportAfter: -1, Observe: func(_ context.Context, d requeue.Decision) {
-			decisions = append(decisions, d)
-		}},
-		Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil },
-	}
+	loop := reconcile.New(counter.Wrap(c), "loop-test", func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil })
+	loop.Finalizers = fin
+	loop.Policy = &requeue.Policy{ReportAfter: -1, Observe: func(_ context.Context, d requeue.Decision) {
+		decisions = append(decisions, d)
+	}}
 	req := createWidget(t, c, env.Namespace(t), "conflict")
 	reconciletest.Converge(t, loop, req, reconciletest.WithCounter(&counter))
 	if err := c.Delete(t.Context(), getWidget(t, c, req)); err != nil {
@@ -137,16 +133,12 @@ func TestLoopSendsTheDeletionRaceThroughThePolicy(t *testing.T) {
 		t.Fatal(err)
 	}
 	var decisions []requeue.Decision
-	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:     racing,
-		FieldOwner: "loop-test",
-		Finalizers: fin,
-		Policy:     &requeue.Policy{Observe: func(_ context.Context, d requeue.Decision) { decisions = append(decisions, d) }},
-		Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
-			t.Error("Sync ran for an object being deleted")
-			return reconcile.Progress{}, nil
-		},
-	}
+	loop := reconcile.New(racing, "loop-test", func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+		t.Error("Sync ran for an object being deleted")
+		return reconcile.Progress{}, nil
+	})
+	loop.Finalizers = fin
+	loop.Policy = &requeue.Policy{Observe: func(_ context.Context, d requeue.Decision) { decisions = append(decisions, d) }}
 	res, err := loop.Reconcile(t.Context(), req)
 	if err != nil || res.RequeueAfter != requeue.MinDelay {
 		t.Errorf("Reconcile = %+v, %v; want an immediate requeue to run the cleanups", res, err)
@@ -223,25 +215,21 @@ func TestLoopStatusWritesUnderFaultsStayNearTheFaultFreeCount(t *testing.T) {
 		if err := fin.Register("testing.reconcilekit.io/cleanup", finalizer.Func[*testapi.Widget](func(context.Context, *testapi.Widget) error { return nil })); err != nil {
 			t.Fatal(err)
 		}
-		loop := &reconcile.Loop[*testapi.Widget]{
-			Client:     counter.Wrap(inner),
-			FieldOwner: "loop-test",
-			APIReader:  c,
-			Finalizers: fin,
-			Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
-			Sync: func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-				// A dependency read that may fail, then progress in two steps.
-				if err := counter.Wrap(inner).Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); err != nil {
-					return reconcile.Progress{}, err
-				}
-				if w.Status.Phase == "" {
-					w.Status.Phase = "started"
-					return reconcile.Progress{State: reconcile.InProgress, Reason: "Starting", Requeue: ctrl.Result{RequeueAfter: time.Millisecond}}, nil
-				}
-				w.Status.Phase = "done"
-				return reconcile.Progress{}, nil
-			},
-		}
+		loop := reconcile.New(counter.Wrap(inner), "loop-test", func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+			// A dependency read that may fail, then progress in two steps.
+			if err := counter.Wrap(inner).Get(ctx, client.ObjectKeyFromObject(w), &testapi.Widget{}); err != nil {
+				return reconcile.Progress{}, err
+			}
+			if w.Status.Phase == "" {
+				w.Status.Phase = "started"
+				return reconcile.Progress{State: reconcile.InProgress, Reason: "Starting", Requeue: ctrl.Result{RequeueAfter: time.Millisecond}}, nil
+			}
+			w.Status.Phase = "done"
+			return reconcile.Progress{}, nil
+		})
+		loop.APIReader = c
+		loop.Finalizers = fin
+		loop.Policy = &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}}
 		writes := 0
 		for i := range objects {
 			w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%d", i)}}
@@ -431,10 +419,7 @@ func TestLoopRecordsNoEventWhileAReadyObjectOnlyChangesItsMessage(t *testing.T) 
 type valueWidget struct{ *testapi.Widget }
 
 func TestLoopRefusesANonPointerTypeAtSetup(t *testing.T) {
-	l := &reconcile.Loop[valueWidget]{
-		Client: env.Client(t),
-		Sync:   func(context.Context, valueWidget) (reconcile.Progress, error) { return reconcile.Progress{}, nil },
-	}
+	l := reconcile.New(env.Client(t), "loop-test", func(context.Context, valueWidget) (reconcile.Progress, error) { return reconcile.Progress{}, nil })
 	if err := l.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !strings.Contains(err.Error(), "not a pointer") {
 		t.Errorf("Validate = %v, want ErrInvalidLoop naming the type", err)
 	}
@@ -454,16 +439,13 @@ func TestLoopRecordsNoEventWhenAStaleWriteFindsNothingToChange(t *testing.T) {
 	req := createWidget(t, c, env.Namespace(t), "same")
 	stale := getWidget(t, c, req) // before the first reconcile: no conditions
 	newLoop := func(cl client.Client, rec events.EventRecorder) *reconcile.Loop[*testapi.Widget] {
-		return &reconcile.Loop[*testapi.Widget]{
-			Client:     cl,
-			FieldOwner: "loop-test",
-			Recorder:   rec,
-			Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
-			Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-				w.Status.Phase = w.Spec.Message
-				return reconcile.Progress{Reason: "Said"}, nil
-			},
-		}
+		loop := reconcile.New(cl, "loop-test", func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+			w.Status.Phase = w.Spec.Message
+			return reconcile.Progress{Reason: "Said"}, nil
+		})
+		loop.Recorder = rec
+		loop.Policy = &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}}
+		return loop
 	}
 	first := events.NewFakeRecorder(4)
 	if _, err := newLoop(c, first).Reconcile(t.Context(), req); err != nil {
@@ -580,16 +562,12 @@ func TestLoopDecidesOnceWhenTheStatusWriteFails(t *testing.T) {
 			})
 			var decisions []requeue.Decision
 			backoff := &requeue.Backoff{}
-			loop := &reconcile.Loop[*testapi.Widget]{
-				Client:     failing,
-				FieldOwner: "loop-test",
-				Policy: &requeue.Policy{ReportAfter: -1, Backoff: backoff, Observe: func(_ context.Context, d requeue.Decision) {
-					decisions = append(decisions, d)
-				}},
-				Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
-					return reconcile.Progress{}, syncErr
-				},
-			}
+			loop := reconcile.New(failing, "loop-test", func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+				return reconcile.Progress{}, syncErr
+			})
+			loop.Policy = &requeue.Policy{ReportAfter: -1, Backoff: backoff, Observe: func(_ context.Context, d requeue.Decision) {
+				decisions = append(decisions, d)
+			}}
 			req := createWidget(t, base, env.Namespace(t), "w")
 			res, err := loop.Reconcile(t.Context(), req)
 			if err != nil || res.RequeueAfter <= 0 {

@@ -73,26 +73,22 @@ func ExampleLoop() {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(site).WithStatusSubresource(site).Build()
 
 	const fieldOwner = "website-controller" // one name for every write of the operator
-	loop := &reconcile.Loop[*Website]{
-		Client:     c,
-		FieldOwner: fieldOwner,
-		Sync: func(ctx context.Context, site *Website) (reconcile.Progress, error) {
-			if site.Spec.Replicas < 0 {
-				return reconcile.Progress{}, errors.Permanent(errors.WithReason(
-					errors.New("spec.replicas must not be negative"), "InvalidSpec"))
-			}
-			deploy := desiredDeployment(site)
-			if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site), drift.WithFieldOwner(fieldOwner)); err != nil {
-				return reconcile.Progress{}, err
-			}
-			// Ensure left the live Deployment in deploy.
-			if available := deploy.Status.AvailableReplicas; available < site.Spec.Replicas {
-				return reconcile.Progress{State: reconcile.InProgress, Reason: "Deploying",
-					Message: fmt.Sprintf("%d of %d replicas available", available, site.Spec.Replicas)}, nil
-			}
-			return reconcile.Progress{Reason: "Available", Message: "every replica is available"}, nil
-		},
-	}
+	loop := reconcile.New(c, fieldOwner, func(ctx context.Context, site *Website) (reconcile.Progress, error) {
+		if site.Spec.Replicas < 0 {
+			return reconcile.Progress{}, errors.Permanent(errors.WithReason(
+				errors.New("spec.replicas must not be negative"), "InvalidSpec"))
+		}
+		deploy := desiredDeployment(site)
+		if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site), drift.WithFieldOwner(fieldOwner)); err != nil {
+			return reconcile.Progress{}, err
+		}
+		// Ensure left the live Deployment in deploy.
+		if available := deploy.Status.AvailableReplicas; available < site.Spec.Replicas {
+			return reconcile.Progress{State: reconcile.InProgress, Reason: "Deploying",
+				Message: fmt.Sprintf("%d of %d replicas available", available, site.Spec.Replicas)}, nil
+		}
+		return reconcile.Progress{Reason: "Available", Message: "every replica is available"}, nil
+	})
 	// In a real controller:
 	//   ctrl.NewControllerManagedBy(mgr).For(&v1.Website{}).Owns(&appsv1.Deployment{}).Complete(loop)
 	req := crreconcile.Request{NamespacedName: client.ObjectKeyFromObject(site)}

@@ -27,6 +27,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -55,18 +56,14 @@ func newLoopFixture(t *testing.T) (*loopFixture, client.Client) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	f.loop = &reconcile.Loop[*testapi.Widget]{
-		Client:     f.counter.Wrap(base),
-		Finalizers: fin,
-		FieldOwner: "loop-test",
-		Sync: func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-			if p := f.syncErr.Load(); p != nil && *p != nil {
-				return reconcile.Progress{}, *p
-			}
-			w.Status.Phase = w.Spec.Message
-			return reconcile.Progress{}, nil
-		},
-	}
+	f.loop = reconcile.New(f.counter.Wrap(base), "loop-test", func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+		if p := f.syncErr.Load(); p != nil && *p != nil {
+			return reconcile.Progress{}, *p
+		}
+		w.Status.Phase = w.Spec.Message
+		return reconcile.Progress{}, nil
+	})
+	f.loop.Finalizers = fin
 	return f, base
 }
 
@@ -242,9 +239,11 @@ func TestLoopRunsFinalizersOnDeleteAndLetsTheObjectGo(t *testing.T) {
 }
 
 // TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking:
-// Validate names what is missing, and Reconcile returns it as a terminal
-// error, sending nothing: a Loop without FieldOwner would write its status
-// and finalizers under the client's default field manager.
+// Validate names what is missing, and Reconcile returns it as a permanent
+// (so terminal) error, sending nothing: a Loop without a field owner would
+// write its status and finalizers under the client's default field
+// manager. A missing field owner is the library's one ErrNoFieldOwner.
+// Loops built with New and, deprecated, as struct literals alike.
 func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *testing.T) {
 	sync := func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil }
 	var counter reconciletest.Counter
@@ -252,10 +251,13 @@ func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *t
 	for _, tt := range []struct {
 		name, missing string
 		loop          *reconcile.Loop[*testapi.Widget]
+		also          error
 	}{
-		{"no client", "Client", &reconcile.Loop[*testapi.Widget]{Sync: sync, FieldOwner: "loop-test"}},
-		{"no sync", "Sync", &reconcile.Loop[*testapi.Widget]{Client: c, FieldOwner: "loop-test"}},
-		{"no field owner", "FieldOwner", &reconcile.Loop[*testapi.Widget]{Client: c, Sync: sync}},
+		{"no client", "no client", reconcile.New(nil, "loop-test", sync), nil},
+		{"no sync", "no Sync", reconcile.New[*testapi.Widget](c, "loop-test", nil), nil},
+		{"no field owner", "reconcile.New(c, fieldOwner, sync)", reconcile.New(c, "", sync), errors.ErrNoFieldOwner},
+		{"struct literal without a client", "no client", &reconcile.Loop[*testapi.Widget]{Sync: sync, FieldOwner: "loop-test"}, nil},
+		{"struct literal without a field owner", "reconcile.New(c, fieldOwner, sync)", &reconcile.Loop[*testapi.Widget]{Client: c, Sync: sync}, errors.ErrNoFieldOwner},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.loop.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !strings.Contains(err.Error(), tt.missing) {
@@ -265,6 +267,9 @@ func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *t
 			if !errors.Is(err, reconcile.ErrInvalidLoop) || !errors.Is(err, crreconcile.TerminalError(nil)) {
 				t.Errorf("Reconcile: error = %v, want ErrInvalidLoop as a terminal error", err)
 			}
+			if tt.also != nil && !errors.Is(err, tt.also) {
+				t.Errorf("Reconcile: error = %v, want it to match %v", err, tt.also)
+			}
 			if class, _ := errors.Classify(err); class != errors.ClassPermanent {
 				t.Errorf("class %v, want permanent", class)
 			}
@@ -272,6 +277,25 @@ func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *t
 				t.Errorf("%d requests, want none", n)
 			}
 		})
+	}
+}
+
+// TestLoopRefusesAnInvalidFreshnessTracker: a Freshness Tracker that fails
+// its own Validate makes the Loop invalid, before any request.
+func TestLoopRefusesAnInvalidFreshnessTracker(t *testing.T) {
+	var counter reconciletest.Counter
+	l := reconcile.New(counter.Wrap(env.Client(t)), "loop-test", func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+		return reconcile.Progress{}, nil
+	})
+	l.Freshness = &freshness.Tracker{TTL: -time.Second}
+	if err := l.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !errors.Is(err, freshness.ErrInvalidTracker) {
+		t.Errorf("Validate = %v, want ErrInvalidLoop wrapping ErrInvalidTracker", err)
+	}
+	if _, err := l.Reconcile(t.Context(), crreconcile.Request{}); !errors.Is(err, freshness.ErrInvalidTracker) {
+		t.Errorf("Reconcile = %v, want ErrInvalidTracker", err)
+	}
+	if n := len(counter.Requests()); n != 0 {
+		t.Errorf("%d requests, want none", n)
 	}
 }
 
@@ -330,18 +354,14 @@ func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	}
 	ns := env.Namespace(t)
 	var calls atomic.Int32
-	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:     mgr.GetClient(),
-		FieldOwner: "loop-test",
-		Recorder:   mgr.GetEventRecorder("loop-test"),
-		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-			if w.Namespace != ns {
-				return reconcile.Progress{}, nil
-			}
-			calls.Add(1)
-			return reconcile.Progress{}, errors.Permanent(fmt.Errorf("cannot handle %q", w.Spec.Message))
-		},
-	}
+	loop := reconcile.New(mgr.GetClient(), "loop-test", func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+		if w.Namespace != ns {
+			return reconcile.Progress{}, nil
+		}
+		calls.Add(1)
+		return reconcile.Progress{}, errors.Permanent(fmt.Errorf("cannot handle %q", w.Spec.Message))
+	})
+	loop.Recorder = mgr.GetEventRecorder("loop-test")
 	if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}).Named("stall-once").Complete(loop); err != nil {
 		t.Fatal(err)
 	}
@@ -457,14 +477,10 @@ func TestLoopReportsAFailingCleanupOnConditionsWithOneEvent(t *testing.T) {
 		t.Fatal(err)
 	}
 	rec := events.NewFakeRecorder(32)
-	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:     counter.Wrap(c),
-		FieldOwner: "loop-test",
-		Finalizers: fin,
-		Recorder:   rec,
-		Policy:     &requeue.Policy{ReportAfter: -1}, // report every failure at once
-		Sync:       func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil },
-	}
+	loop := reconcile.New(counter.Wrap(c), "loop-test", func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil })
+	loop.Finalizers = fin
+	loop.Recorder = rec
+	loop.Policy = &requeue.Policy{ReportAfter: -1} // report every failure at once
 	req := createWidget(t, c, env.Namespace(t), "cleanup")
 	reconciletest.Converge(t, loop, req, reconciletest.WithCounter(&counter))
 	<-rec.Events // Ready

@@ -100,8 +100,8 @@ func TestLoopMirrorsReadyAndFailuresOnTheProjectsOwnConditions(t *testing.T) {
 // Validate.
 func TestLoopRefusesAMirrorOfItsOwnConditions(t *testing.T) {
 	for _, m := range []reconcile.Mirror{{Ready: "Ready"}, {Failing: "Stalled"}, {Ready: "Reconciling"}, {Ready: "Available", Failing: "Available"}} {
-		l := &reconcile.Loop[*testapi.Widget]{Client: env.Client(t), FieldOwner: "loop-test", Mirror: m,
-			Sync: func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil }}
+		l := reconcile.New(env.Client(t), "loop-test", func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil })
+		l.Mirror = m
 		if err := l.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !strings.Contains(err.Error(), "Mirror") {
 			t.Errorf("Validate with %+v = %v, want ErrInvalidLoop naming Mirror", m, err)
 		}

@@ -104,19 +104,15 @@ func TestPredicateSparesTheReconcileOfAPermanentError(t *testing.T) {
 			})); err != nil {
 				t.Fatal(err)
 			}
-			loop := &reconcile.Loop[*testapi.Widget]{
-				Client:     mgr.GetClient(),
-				FieldOwner: "loop-test",
-				APIReader:  mgr.GetAPIReader(),
-				Finalizers: finalizers,
-				Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-					if w.Spec.Message == "invalid" {
-						return reconcile.Progress{}, errors.Permanent(errors.WithReason(
-							errors.New("spec.message is invalid"), "InvalidMessage"))
-					}
-					return reconcile.Progress{}, nil
-				},
-			}
+			loop := reconcile.New(mgr.GetClient(), "loop-test", func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+				if w.Spec.Message == "invalid" {
+					return reconcile.Progress{}, errors.Permanent(errors.WithReason(
+						errors.New("spec.message is invalid"), "InvalidMessage"))
+				}
+				return reconcile.Progress{}, nil
+			})
+			loop.APIReader = mgr.GetAPIReader()
+			loop.Finalizers = finalizers
 			// One worker (the default): requests are served in order.
 			if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}, tc.opts...).Complete(mgr.Reconciler(loop)); err != nil {
 				t.Fatal(err)

@@ -85,7 +85,7 @@ func BenchmarkWriterNoop(b *testing.B) {
 			return nil
 		},
 	})
-	w := status.Writer{Client: noRequests, FieldOwner: "bench-controller"}
+	w := status.NewWriter(noRequests, "bench-controller")
 	ctx := context.Background()
 
 	b.Run("writer", func(b *testing.B) {

@@ -24,14 +24,14 @@
 // overwrites conditions that other writers set and it survives conflicts by
 // re-reading the object and re-applying only its own changes.
 //
-// One field owner: every status write carries the field manager the
-// operator names in [Writer.FieldOwner], the name its other writes carry
-// too (drift.WithFieldOwner, finalizer.WithFieldOwner; reconcile.Loop
-// passes its FieldOwner to its status writes and finalizer patches), so
+// One field owner: a Writer is built with [NewWriter] from a client and the
+// field manager the operator names, the name its other writes carry too
+// (drift, finalizer and reconcile.Loop take it where they are built), so
 // that the API server records one field manager per operator. There is no
 // default: not the client's (the binary's name, "manager" in every
-// kubebuilder project), not one shared by every user of the package. A write that would send a request
-// without it returns [ErrNoFieldOwner], classed permanent.
+// kubebuilder project), not one shared by every user of the package. A
+// Writer built with an empty name sends nothing and every write returns
+// errors.ErrNoFieldOwner, classed permanent.
 //
 // [FromError] turns an error into a condition of the reconciler's own type
 // whose reason and message stay the same when the same failure repeats, so
@@ -40,7 +40,8 @@
 // The package does not decide what a reconciler's conditions mean, fetch
 // objects, or write anything but the status subresource.
 //
-//	w := status.Writer{Client: c, APIReader: mgr.GetAPIReader(), FieldOwner: "my-controller"}
+//	w := status.NewWriter(c, "my-controller")
+//	w.APIReader = mgr.GetAPIReader()
 //	_, err := w.Patch(ctx, obj, func() error {
 //		status.MarkReady(obj, "Reconciled", "all replicas available")
 //		return nil

@@ -68,7 +68,7 @@ func ExampleWriter_Patch() {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&testapi.Widget{}).
 		WithObjects(&testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "w", Generation: 1}}).Build()
 
-	w := status.Writer{Client: c, FieldOwner: "widget-controller"}
+	w := status.NewWriter(c, "widget-controller")
 	for pass := 1; pass <= 2; pass++ {
 		obj := &testapi.Widget{}
 		_ = c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "w"}, obj)

@@ -20,16 +20,22 @@ import (
 	"github.com/reconcilekit/reconcilekit/errors"
 )
 
-// ErrNoClient is returned by a [Writer] without a Client.
+// ErrNoClient is returned by a [Writer] without a client (the zero Writer:
+// build one with [NewWriter]).
 var ErrNoClient = errors.New("status: writer has no client")
 
-// ErrNoFieldOwner is returned, wrapped and classed permanent
-// (errors.Permanent, so also a controller-runtime terminal error), by a
-// write of a [Writer] whose FieldOwner is empty, when the write would send
-// a request: every status write names the operator that sends it, and no
-// name is shared by default. A write with nothing to change sends nothing
-// and succeeds, field owner or not.
-var ErrNoFieldOwner = errors.New("status: no field owner")
+// ErrNoFieldOwner is errors.ErrNoFieldOwner, the library's one
+// missing-field-owner error: a [Writer] built with an empty field owner
+// returns it (wrapped, and classed permanent) from every write, and sends
+// nothing.
+//
+// Deprecated: use errors.ErrNoFieldOwner (package
+// github.com/reconcilekit/reconcilekit/errors), the same value.
+var ErrNoFieldOwner = errors.ErrNoFieldOwner
+
+// ErrInvalidWriter is wrapped by the error of [Writer.Validate] for a
+// Writer that cannot write, with the reason.
+var ErrInvalidWriter = errors.New("status: invalid Writer")
 
 // ErrNoResourceVersion is returned when the object to write has no
 // resourceVersion: the writer needs the version it read to detect
@@ -69,29 +75,64 @@ var ErrObjectReplaced = errors.New("status: object was deleted and created again
 // patch semantics: on a field both writers changed, this writer's value
 // wins. Conditions kept anywhere but status.conditions are such a field.
 //
-// The zero Writer has no client and no field owner; set at least Client and
-// FieldOwner.
+// Build a Writer with [NewWriter], which takes what every write needs: the
+// client and the operator's field owner. The zero Writer has neither and
+// every write of it fails ([ErrNoClient]).
 type Writer struct {
-	// Client writes the status subresource. Required.
+	// Client writes the status subresource.
+	//
+	// Deprecated: pass the client to [NewWriter]. A Writer built as a
+	// struct literal still works: this field is the client NewWriter sets.
 	Client client.Client
 	// APIReader re-reads the object after a conflict. Use a reader that asks
 	// the API server, such as the manager's GetAPIReader(): a cached client
-	// may return the same stale object again. Defaults to Client.
+	// may return the same stale object again. Defaults to the Writer's
+	// client.
 	APIReader client.Reader
 	// FieldOwner names the operator: the field manager of every status
-	// write, under which the API server records the fields it set in
-	// metadata.managedFields. Required: a write that would send a request
-	// without it returns [ErrNoFieldOwner]. Use the name the operator's
-	// other writes carry (drift.WithFieldOwner, finalizer.WithFieldOwner;
-	// reconcile.Loop passes its FieldOwner here), never the client's
-	// default (the binary's name: every kubebuilder binary is "manager").
+	// write.
+	//
+	// Deprecated: pass the field owner to [NewWriter]. A Writer built as a
+	// struct literal still works: this field is the name NewWriter sets.
 	FieldOwner string
 	// Retry says how often, and how far apart, a patch refused with a
 	// conflict is sent again after re-reading the object: Retry.Steps is
 	// the most patches sent in all. The zero value means client-go's
 	// retry.DefaultRetry (k8s.io/client-go/util/retry): 5 patches, 10ms
-	// apart, with jitter.
+	// apart, with jitter. No field may be negative ([Writer.Validate]).
 	Retry wait.Backoff
+}
+
+// NewWriter returns a Writer that writes status through c under the field
+// manager fieldOwner: the operator's own name, under which the API server
+// records in metadata.managedFields the fields each write set. Give every
+// write of the operator the same name (drift, finalizer and reconcile take
+// it where they are built too), never the client's default (the binary's
+// name: every kubebuilder binary is "manager") nor a name another
+// controller uses. With an empty fieldOwner every write fails with
+// errors.ErrNoFieldOwner and sends nothing. Set the optional fields
+// (APIReader, Retry) before the first write.
+func NewWriter(c client.Client, fieldOwner string) *Writer {
+	return &Writer{Client: c, FieldOwner: fieldOwner}
+}
+
+// Validate reports a Writer that cannot write: no client, no field owner
+// (the error also wraps errors.ErrNoFieldOwner), or a negative field of
+// Retry. The error wraps [ErrInvalidWriter]. Every [Snapshot.Write] calls
+// it first and returns its error, classed permanent, without sending
+// anything; call it while setting up to fail early.
+func (w *Writer) Validate() error {
+	switch {
+	case w == nil:
+		return fmt.Errorf("%w: nil", ErrInvalidWriter)
+	case w.Client == nil:
+		return fmt.Errorf("%w: %w: build it with status.NewWriter(c, fieldOwner)", ErrInvalidWriter, ErrNoClient)
+	case w.FieldOwner == "":
+		return fmt.Errorf("%w: %w: build it with status.NewWriter(c, fieldOwner), fieldOwner the operator's own name, the same for all its writes", ErrInvalidWriter, errors.ErrNoFieldOwner)
+	case w.Retry.Steps < 0 || w.Retry.Duration < 0 || w.Retry.Factor < 0 || w.Retry.Jitter < 0 || w.Retry.Cap < 0:
+		return fmt.Errorf("%w: Retry has a negative field: %+v", ErrInvalidWriter, w.Retry)
+	}
+	return nil
 }
 
 // Snapshot is an object's status as it was before a change, taken with
@@ -332,8 +373,9 @@ func isZero(v reflect.Value) bool {
 //
 // Errors from the API server are wrapped: apierrors.IsConflict is true for
 // the error returned after Retry.Steps conflicts, and apierrors.IsNotFound
-// when the object is gone. A change to write without Writer.FieldOwner
-// returns [ErrNoFieldOwner] and sends nothing.
+// when the object is gone. A Writer that [Writer.Validate] refuses (built
+// without a client or with an empty field owner) sends nothing and returns
+// its error, classed permanent, whether or not the status changed.
 func (s *Snapshot) Write(ctx context.Context) (changed bool, err error) {
 	changed, err = s.write(ctx)
 	switch {
@@ -351,12 +393,17 @@ func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
 	// The first patch turns the snapshot into the object as the caller
 	// left it; after a conflict, the same edits are re-applied on a fresh
 	// copy.
+	if s == nil || s.obj == nil || s.before == nil {
+		return false, s.valid()
+	}
+	if err := s.w.Validate(); err != nil {
+		// The same on every write, with or without a change: the mistake
+		// shows on the first reconcile.
+		return false, s.wrap(errors.Permanent(err))
+	}
 	e, before, after, err := s.pending()
 	if err != nil || e.empty() {
 		return false, err
-	}
-	if s.w.FieldOwner == "" {
-		return false, s.wrap(errors.Permanent(fmt.Errorf("%w: set Writer.FieldOwner to the operator's own name, the same for all its writes", ErrNoFieldOwner)))
 	}
 	rv := s.obj.GetResourceVersion()
 	if rv == "" {

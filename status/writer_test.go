@@ -87,7 +87,7 @@ func TestWriterWritesOnceThenNothingOnAnUnchangedReconcile(t *testing.T) {
 	api := env.Client(t)
 	created := newWidget(t, api)
 	var n calls
-	w := status.Writer{Client: countingClient(t, &n, nil), FieldOwner: "test-controller"}
+	w := status.NewWriter(countingClient(t, &n, nil), "test-controller")
 	clk := clocktesting.NewFakePassiveClock(t1Sub)
 
 	// reconcile is what a reconciler does on every pass: read, mark, write.
@@ -144,7 +144,7 @@ func TestWriterWritesAsItsFieldOwner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w := status.Writer{Client: c, FieldOwner: "widget-operator"}
+	w := status.NewWriter(c, "widget-operator")
 	obj := read(t, api, created)
 	if _, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil }); err != nil {
 		t.Fatal(err)
@@ -184,7 +184,7 @@ func TestWriterKeepsConditionsOfAnotherFieldManager(t *testing.T) {
 	applyForeign(t, api, created, foreign)
 
 	var n calls
-	w := status.Writer{Client: countingClient(t, &n, nil), FieldOwner: "test-controller"}
+	w := status.NewWriter(countingClient(t, &n, nil), "test-controller")
 	obj := read(t, api, created)
 	if _, err := w.Patch(t.Context(), obj, func() error {
 		status.MarkReconciling(obj, "Scaling", "")
@@ -227,7 +227,7 @@ func TestWriterSurvivesAConflictFromAStaleObject(t *testing.T) {
 	applyForeign(t, api, created, metav1.Condition{Type: "Foreign", Status: "True", Reason: "Theirs", LastTransitionTime: at(t0)})
 
 	var n calls
-	w := status.Writer{Client: countingClient(t, &n, nil), FieldOwner: "test-controller"}
+	w := status.NewWriter(countingClient(t, &n, nil), "test-controller")
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		status.MarkStalled(stale, "InvalidSpec", "bad")
 		status.ObserveGeneration(stale)
@@ -287,7 +287,8 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 	} {
 		t.Run(fmt.Sprintf("without APIReader the stale cache makes it give up after Retry.Steps=%d", tt.retry.Steps), func(t *testing.T) {
 			var n calls
-			w := status.Writer{Client: countingClient(t, &n, staleCache), FieldOwner: "test-controller", Retry: tt.retry}
+			w := status.NewWriter(countingClient(t, &n, staleCache), "test-controller")
+			w.Retry = tt.retry
 			obj := stale.DeepCopy()
 			_, err := w.Patch(t.Context(), obj, func() error {
 				status.MarkReady(obj, "Reconciled", "")
@@ -305,7 +306,8 @@ func TestWriterRereadsThroughAPIReaderNotTheCache(t *testing.T) {
 
 	t.Run("with APIReader it re-reads the server and succeeds", func(t *testing.T) {
 		var n, reads calls
-		w := status.Writer{Client: countingClient(t, &n, staleCache), APIReader: countingClient(t, &reads, nil), FieldOwner: "test-controller"}
+		w := status.NewWriter(countingClient(t, &n, staleCache), "test-controller")
+		w.APIReader = countingClient(t, &reads, nil)
 		obj := stale.DeepCopy()
 		changed, err := w.Patch(t.Context(), obj, func() error {
 			status.MarkReady(obj, "Reconciled", "")
@@ -338,9 +340,9 @@ func TestWriterConcurrentWritersLoseNothing(t *testing.T) {
 	api := env.Client(t)
 	created := newWidget(t, api)
 	const iterations = 25
-	run := func(w status.Writer, condType string) error {
+	run := func(c client.Client, w *status.Writer, condType string) error {
 		obj := &testapi.Widget{}
-		if err := w.Client.Get(t.Context(), client.ObjectKeyFromObject(created), obj); err != nil {
+		if err := c.Get(t.Context(), client.ObjectKeyFromObject(created), obj); err != nil {
 			return err
 		}
 		for i := range iterations {
@@ -349,19 +351,21 @@ func TestWriterConcurrentWritersLoseNothing(t *testing.T) {
 				status.SetCondition(obj, metav1.Condition{Type: condType, Status: st, Reason: "Iteration", Message: fmt.Sprint(i)})
 				return nil
 			}); err != nil {
-				return fmt.Errorf("%s iteration %d: %w", w.FieldOwner, i, err)
+				return fmt.Errorf("%s iteration %d: %w", condType, i, err)
 			}
 		}
 		return nil
 	}
-	writers := []status.Writer{
-		{Client: env.Client(t), FieldOwner: "writer-a", Retry: wait.Backoff{Steps: 50, Duration: time.Millisecond, Factor: 1.5, Jitter: 1, Cap: 50 * time.Millisecond}},
-		{Client: env.Client(t), FieldOwner: "writer-b", Retry: wait.Backoff{Steps: 50, Duration: time.Millisecond, Factor: 1.5, Jitter: 1, Cap: 50 * time.Millisecond}},
+	backoff := wait.Backoff{Steps: 50, Duration: time.Millisecond, Factor: 1.5, Jitter: 1, Cap: 50 * time.Millisecond}
+	c := env.Client(t)
+	writers := []*status.Writer{status.NewWriter(c, "writer-a"), status.NewWriter(c, "writer-b")}
+	for _, w := range writers {
+		w.Retry = backoff
 	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(writers))
 	for i, w := range writers {
-		wg.Go(func() { errs[i] = run(w, "Owner"+string(rune('a'+i))) })
+		wg.Go(func() { errs[i] = run(c, w, "Owner"+string(rune('a'+i))) })
 	}
 	wg.Wait()
 	for _, err := range errs {
@@ -396,7 +400,7 @@ func TestWriterReportsAnObjectThatIsGone(t *testing.T) {
 	if err := api.Delete(t.Context(), created); err != nil {
 		t.Fatal(err)
 	}
-	w := status.Writer{Client: api, FieldOwner: "test-controller"}
+	w := status.NewWriter(api, "test-controller")
 	_, err := w.Patch(t.Context(), obj, func() error {
 		status.MarkReady(obj, "", "")
 		return nil
@@ -418,7 +422,7 @@ func TestWriterWritesUnstructuredObjects(t *testing.T) {
 	// Make it stale so that the conflict path runs on unstructured too.
 	applyForeign(t, api, created, metav1.Condition{Type: "Foreign", Status: "False", Reason: "Theirs", LastTransitionTime: at(t1)})
 
-	w := status.Writer{Client: api, FieldOwner: "test-controller"}
+	w := status.NewWriter(api, "test-controller")
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		return unstructured.SetNestedField(stale.Object, "Running", "status", "phase")
 	})
@@ -446,7 +450,7 @@ func TestWriterDoesNotApplyChangesToARecreatedObject(t *testing.T) {
 	if err := api.Create(t.Context(), again); err != nil {
 		t.Fatal(err)
 	}
-	w := status.Writer{Client: api, FieldOwner: "test-controller"}
+	w := status.NewWriter(api, "test-controller")
 	_, err := w.Patch(t.Context(), old, func() error {
 		status.MarkReady(old, "", "")
 		return nil
@@ -476,7 +480,7 @@ func TestWriterStopsWhenTheServerAlreadyHoldsItsChanges(t *testing.T) {
 	}
 
 	var n calls
-	w := status.Writer{Client: countingClient(t, &n, nil), FieldOwner: "test-controller"}
+	w := status.NewWriter(countingClient(t, &n, nil), "test-controller")
 	changed, err := w.Patch(t.Context(), stale, func() error {
 		status.MarkReady(stale, "Reconciled", "", status.WithClock(clocktesting.NewFakePassiveClock(t1)))
 		return nil

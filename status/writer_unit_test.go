@@ -5,9 +5,11 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -20,7 +22,7 @@ import (
 
 // fakeWriter returns a Writer over a fake client holding one Widget, and a
 // counter of the status patches it sends.
-func fakeWriter(t *testing.T) (status.Writer, *testapi.Widget, *int) {
+func fakeWriter(t *testing.T) (*status.Writer, *testapi.Widget, *int) {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := testapi.AddToScheme(scheme); err != nil {
@@ -39,7 +41,7 @@ func fakeWriter(t *testing.T) (status.Writer, *testapi.Widget, *int) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "w"}, obj); err != nil {
 		t.Fatal(err)
 	}
-	return status.Writer{Client: c, FieldOwner: "test-controller"}, obj, &patches
+	return status.NewWriter(c, "test-controller"), obj, &patches
 }
 
 func TestWriterRefusesBadSetupWithClearErrors(t *testing.T) {
@@ -80,7 +82,21 @@ func TestWriterRefusesBadSetupWithClearErrors(t *testing.T) {
 				}
 				return changed, err
 			},
-			want: status.ErrNoFieldOwner,
+			want: rkerrors.ErrNoFieldOwner,
+		},
+		{
+			name: "a Writer built with an empty field owner",
+			write: func() (bool, error) {
+				w, _, patches := fakeWriter(t)
+				w = status.NewWriter(w.Client, "")
+				o := obj.DeepCopy()
+				changed, err := w.Patch(t.Context(), o, func() error { status.MarkReady(o, "", ""); return nil })
+				if *patches != 0 {
+					t.Errorf("%d patches sent without a field owner, want 0", *patches)
+				}
+				return changed, err
+			},
+			want: rkerrors.ErrNoFieldOwner,
 		},
 	}
 	for _, tt := range tests {
@@ -152,24 +168,95 @@ func TestSnapshotChangedAndRepeatedWrites(t *testing.T) {
 	}
 }
 
-// TestWriterWithoutAFieldOwner: a write that would send a request without
-// FieldOwner fails for good (permanent, a controller-runtime terminal
-// error) and sends nothing; a write with nothing to change sends nothing
-// and succeeds, as it always did.
+// TestWriterWithoutAFieldOwner: every write of a Writer built without a
+// field owner fails for good (permanent, a controller-runtime terminal
+// error) and sends nothing, also when there is nothing to change: the
+// mistake shows on the first reconcile. The deprecated
+// status.ErrNoFieldOwner still matches it.
 func TestWriterWithoutAFieldOwner(t *testing.T) {
 	w, obj, patches := fakeWriter(t)
-	w.FieldOwner = ""
-	if changed, err := w.Patch(t.Context(), obj, func() error { return nil }); changed || err != nil {
-		t.Errorf("nothing to change: %v, %v; want false, nil", changed, err)
-	}
-	_, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil })
-	if !errors.Is(err, status.ErrNoFieldOwner) || !strings.Contains(err.Error(), "Writer.FieldOwner") {
-		t.Fatalf("a change: %v, want ErrNoFieldOwner saying how to fix it", err)
-	}
-	if class, _ := rkerrors.Classify(err); class != rkerrors.ClassPermanent || !errors.Is(err, crreconcile.TerminalError(nil)) {
-		t.Errorf("class %v, terminal %v; want permanent and terminal", class, errors.Is(err, crreconcile.TerminalError(nil)))
+	w = status.NewWriter(w.Client, "")
+	for name, mutate := range map[string]func() error{
+		"nothing to change": func() error { return nil },
+		"a change":          func() error { status.MarkReady(obj, "Reconciled", ""); return nil },
+	} {
+		t.Run(name, func(t *testing.T) {
+			changed, err := w.Patch(t.Context(), obj, mutate)
+			if changed || !errors.Is(err, rkerrors.ErrNoFieldOwner) || !errors.Is(err, status.ErrNoFieldOwner) ||
+				!errors.Is(err, status.ErrInvalidWriter) || !strings.Contains(err.Error(), "status.NewWriter(c, fieldOwner)") {
+				t.Fatalf("Patch = %v, %v; want false and ErrNoFieldOwner saying how to fix it", changed, err)
+			}
+			if class, _ := rkerrors.Classify(err); class != rkerrors.ClassPermanent || !errors.Is(err, crreconcile.TerminalError(nil)) {
+				t.Errorf("class %v, terminal %v; want permanent and terminal", class, errors.Is(err, crreconcile.TerminalError(nil)))
+			}
+		})
 	}
 	if *patches != 0 {
 		t.Errorf("%d patches, want 0", *patches)
+	}
+}
+
+// TestWriterValidate: Validate refuses each way a Writer can be set up
+// wrong, with an error that names it, and accepts what NewWriter builds.
+func TestWriterValidate(t *testing.T) {
+	c := fake.NewClientBuilder().Build()
+	tests := []struct {
+		name string
+		w    *status.Writer
+		want []error // nil: valid
+	}{
+		{name: "built by NewWriter", w: status.NewWriter(c, "app-controller")},
+		{name: "a struct literal (deprecated fields)", w: &status.Writer{Client: c, FieldOwner: "app-controller"}},
+		{name: "nil", w: nil, want: []error{status.ErrInvalidWriter}},
+		{name: "zero", w: &status.Writer{}, want: []error{status.ErrInvalidWriter, status.ErrNoClient}},
+		{name: "no client", w: status.NewWriter(nil, "app-controller"), want: []error{status.ErrInvalidWriter, status.ErrNoClient}},
+		{name: "no field owner", w: status.NewWriter(c, ""), want: []error{status.ErrInvalidWriter, rkerrors.ErrNoFieldOwner}},
+		{name: "negative Retry.Steps", w: &status.Writer{Client: c, FieldOwner: "x", Retry: wait.Backoff{Steps: -1}}, want: []error{status.ErrInvalidWriter}},
+		{name: "negative Retry.Duration", w: &status.Writer{Client: c, FieldOwner: "x", Retry: wait.Backoff{Duration: -time.Second}}, want: []error{status.ErrInvalidWriter}},
+		{name: "negative Retry.Jitter", w: &status.Writer{Client: c, FieldOwner: "x", Retry: wait.Backoff{Jitter: -1}}, want: []error{status.ErrInvalidWriter}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.w.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate = %v, want nil", err)
+				}
+				return
+			}
+			for _, want := range tt.want {
+				if !errors.Is(err, want) {
+					t.Errorf("Validate = %v, want it to match %v", err, want)
+				}
+			}
+		})
+	}
+}
+
+// TestWriterRefusesAnInvalidRetryBeforeSending: a write of a Writer that
+// Validate refuses sends nothing and returns that error, permanent.
+func TestWriterRefusesAnInvalidRetryBeforeSending(t *testing.T) {
+	w, obj, patches := fakeWriter(t)
+	w.Retry = wait.Backoff{Steps: -3}
+	changed, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil })
+	if changed || !errors.Is(err, status.ErrInvalidWriter) {
+		t.Fatalf("Patch = %v, %v; want false and ErrInvalidWriter", changed, err)
+	}
+	if class, _ := rkerrors.Classify(err); class != rkerrors.ClassPermanent {
+		t.Errorf("class %v, want permanent", class)
+	}
+	if *patches != 0 {
+		t.Errorf("%d patches, want 0", *patches)
+	}
+}
+
+// TestWriterStructLiteralStillWrites: a Writer built the deprecated way,
+// with the Client and FieldOwner fields, writes as one built by NewWriter.
+func TestWriterStructLiteralStillWrites(t *testing.T) {
+	built, obj, patches := fakeWriter(t)
+	w := status.Writer{Client: built.Client, FieldOwner: built.FieldOwner}
+	changed, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil })
+	if !changed || err != nil || *patches != 1 {
+		t.Errorf("Patch = %v, %v with %d patches; want true, nil, 1", changed, err, *patches)
 	}
 }

@@ -2,6 +2,8 @@ package reconciletest
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -35,9 +37,12 @@ import (
 //
 // Its zero value delivers events at once. It is safe for concurrent use
 // and must not be copied after first use; one CacheDelay may serve several
-// caches.
+// caches. One with a field set wrong ([CacheDelay.Validate]) delays
+// nothing: every list and watch through it fails with the error, so the
+// cache never syncs and says why.
 type CacheDelay struct {
-	// Delay is how long each watch event is held back.
+	// Delay is how long each watch event is held back. Zero delivers
+	// events at once; it may not be negative.
 	Delay time.Duration
 	// Clock times the delay; nil means the real clock. With a
 	// testingclock.FakeClock, a held event is delivered only when the
@@ -51,6 +56,22 @@ type CacheDelay struct {
 	// by a number of their own.
 	held map[uint64]watch.Event
 	seq  uint64
+}
+
+// ErrInvalidCacheDelay is wrapped by the error of [CacheDelay.Validate].
+var ErrInvalidCacheDelay = errors.New("reconciletest: invalid CacheDelay")
+
+// Validate reports a CacheDelay set up wrong: a negative Delay. The error
+// wraps [ErrInvalidCacheDelay]. testenv's NewManager calls it; a list or
+// watch through the delay returns its error.
+func (d *CacheDelay) Validate() error {
+	switch {
+	case d == nil:
+		return fmt.Errorf("%w: nil", ErrInvalidCacheDelay)
+	case d.Delay < 0:
+		return fmt.Errorf("%w: Delay is negative (%s)", ErrInvalidCacheDelay, d.Delay)
+	}
+	return nil
 }
 
 // Pending returns how many watch events the delay holds now: received from
@@ -133,10 +154,13 @@ var (
 )
 
 func (l *delayedListerWatcher) List(opts metav1.ListOptions) (runtime.Object, error) {
-	return l.lw.ListWithContext(context.Background(), opts)
+	return l.ListWithContext(context.Background(), opts)
 }
 
 func (l *delayedListerWatcher) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
+	if err := l.delay.Validate(); err != nil {
+		return nil, err
+	}
 	return l.lw.ListWithContext(ctx, opts)
 }
 
@@ -145,6 +169,9 @@ func (l *delayedListerWatcher) Watch(opts metav1.ListOptions) (watch.Interface, 
 }
 
 func (l *delayedListerWatcher) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+	if err := l.delay.Validate(); err != nil {
+		return nil, err
+	}
 	w, err := l.lw.WatchWithContext(ctx, opts)
 	if err != nil {
 		return nil, err

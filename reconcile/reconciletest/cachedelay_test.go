@@ -2,6 +2,7 @@ package reconciletest_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -258,5 +259,42 @@ func TestCacheDelayHolds(t *testing.T) {
 	receive(t, w, 1)
 	if d.Holds(cm("ns", "a", "7")) {
 		t.Error("Holds is still true after the event was delivered")
+	}
+}
+
+// TestCacheDelayValidate: a negative Delay is refused, by Validate and by
+// every list and watch through the delay, which then sends nothing to the
+// ListerWatcher it wraps.
+func TestCacheDelayValidate(t *testing.T) {
+	for _, tt := range []struct {
+		name  string
+		delay *rt.CacheDelay
+		valid bool
+	}{
+		{"zero", &rt.CacheDelay{}, true},
+		{"a delay on a fake clock", &rt.CacheDelay{Delay: time.Second, Clock: testingclock.NewFakeClock(time.Now())}, true},
+		{"nil", nil, false},
+		{"negative", &rt.CacheDelay{Delay: -time.Second}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.delay.Validate(); (err == nil) != tt.valid || (err != nil && !errors.Is(err, rt.ErrInvalidCacheDelay)) {
+				t.Errorf("Validate = %v, want valid=%v (or ErrInvalidCacheDelay)", err, tt.valid)
+			}
+		})
+	}
+
+	var calls int
+	lw := (&rt.CacheDelay{Delay: -time.Second}).WrapListerWatcher(&toolscache.ListWatch{
+		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { calls++; return &corev1.ConfigMapList{}, nil },
+		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { calls++; return watch.NewFake(), nil },
+	})
+	if _, err := lw.List(metav1.ListOptions{}); !errors.Is(err, rt.ErrInvalidCacheDelay) {
+		t.Errorf("List = %v, want ErrInvalidCacheDelay", err)
+	}
+	if _, err := lw.Watch(metav1.ListOptions{Watch: true}); !errors.Is(err, rt.ErrInvalidCacheDelay) {
+		t.Errorf("Watch = %v, want ErrInvalidCacheDelay", err)
+	}
+	if calls != 0 {
+		t.Errorf("%d calls reached the wrapped ListerWatcher, want 0", calls)
 	}
 }

@@ -62,7 +62,7 @@ func writeKinds() []writeKind {
 			name: "status merge patch: phase, observedGeneration and kstatus conditions, RUNNING then DONE", sender: "reconcilekit, after the schedule", perAt: 2, oursAfter: true,
 			watched: &atv1.AtList{},
 			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
-				w := &status.Writer{Client: c, FieldOwner: controller.Name}
+				w := status.NewWriter(c, controller.Name)
 				s := w.Snapshot(at)
 				at.Status.Phase, at.Status.PodName = atv1.PhaseRunning, controller.PodName(at)
 				status.ObserveGeneration(at)
@@ -81,10 +81,11 @@ func writeKinds() []writeKind {
 			name: "finalizer merge patch: added, then removed", sender: "reconcilekit, at creation and at deletion", perAt: 2,
 			watched: &atv1.AtList{},
 			write: func(ctx context.Context, c client.Client, at *atv1.At) error {
-				if _, err := finalizer.Add(ctx, c, at, controller.PodCleanupFinalizer, finalizer.WithFieldOwner(controller.Name)); err != nil {
+				fw := finalizer.NewWriter(c, controller.Name)
+				if _, err := fw.Add(ctx, at, controller.PodCleanupFinalizer); err != nil {
 					return err
 				}
-				_, err := finalizer.Remove(ctx, c, at, controller.PodCleanupFinalizer, finalizer.WithFieldOwner(controller.Name))
+				_, err := fw.Remove(ctx, at, controller.PodCleanupFinalizer)
 				return err
 			},
 		},

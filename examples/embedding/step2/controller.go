@@ -81,7 +81,8 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		}
 	}
 
-	writer := status.Writer{Client: r.Client, APIReader: r.APIReader, FieldOwner: FieldOwner}
+	writer := status.NewWriter(r.Client, FieldOwner)
+	writer.APIReader = r.APIReader
 	snapshot := writer.Snapshot(site)
 	err := r.converge(ctx, site)
 	// Decide once, after recording the outcome: a failed status write joins

@@ -76,11 +76,12 @@ func (r *WebsiteReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 	if !site.DeletionTimestamp.IsZero() {
 		return r.Policy.Result(ctx, req, ctrl.Result{}, r.finalize(ctx, site))
 	}
-	if _, err := finalizer.Add(ctx, r.Client, site, RecordFinalizer, finalizer.WithFieldOwner(FieldOwner)); err != nil {
+	if _, err := finalizer.NewWriter(r.Client, FieldOwner).Add(ctx, site, RecordFinalizer); err != nil {
 		return r.Policy.Result(ctx, req, ctrl.Result{}, err)
 	}
 
-	writer := status.Writer{Client: r.Client, APIReader: r.APIReader, FieldOwner: FieldOwner}
+	writer := status.NewWriter(r.Client, FieldOwner)
+	writer.APIReader = r.APIReader
 	snapshot := writer.Snapshot(site)
 	err := r.converge(ctx, site)
 	// Decide once, after recording the outcome: a failed status write joins
@@ -124,7 +125,7 @@ func (r *WebsiteReconciler) finalize(ctx context.Context, site *webv1.Website) e
 	if err := r.deleteRecord(ctx, site); err != nil {
 		return fmt.Errorf("delete dns record: %w", err)
 	}
-	_, err := finalizer.Remove(ctx, r.Client, site, RecordFinalizer, finalizer.WithFieldOwner(FieldOwner))
+	_, err := finalizer.NewWriter(r.Client, FieldOwner).Remove(ctx, site, RecordFinalizer)
 	return err
 }
 

@@ -81,13 +81,9 @@ func (r *WebsiteReconciler) Loop() (*reconcile.Loop[*webv1.Website], error) {
 	if err := finalizers.Register(RecordFinalizer, finalizer.Func[*webv1.Website](r.deleteRecord)); err != nil {
 		return nil, err
 	}
-	loop := &reconcile.Loop[*webv1.Website]{
-		Client:     r.Client,
-		FieldOwner: FieldOwner,
-		Sync:       r.converge,
-		Finalizers: finalizers,
-		Recorder:   r.Recorder,
-	}
+	loop := reconcile.New(r.Client, FieldOwner, r.converge)
+	loop.Finalizers = finalizers
+	loop.Recorder = r.Recorder
 	return loop, loop.Validate()
 }
 

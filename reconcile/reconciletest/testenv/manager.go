@@ -90,6 +90,9 @@ func (e *Env) NewManager(opts ManagerOptions) (*Manager, error) {
 		o.Cache.SyncPeriod = ptr.To(opts.SyncPeriod)
 	}
 	if opts.CacheDelay != nil {
+		if err := opts.CacheDelay.Validate(); err != nil {
+			return nil, fmt.Errorf("testenv: new manager: %w", err)
+		}
 		o.Cache = opts.CacheDelay.WrapCacheOptions(o.Cache)
 	}
 	if opts.LeaderElection {

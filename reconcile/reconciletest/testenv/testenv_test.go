@@ -465,6 +465,16 @@ func TestManagerWithCacheDelayReadsStale(t *testing.T) {
 	}
 }
 
+// TestNewManagerRefusesAnInvalidCacheDelay: a CacheDelay that fails its
+// Validate fails NewManager, instead of a cache that never syncs.
+func TestNewManagerRefusesAnInvalidCacheDelay(t *testing.T) {
+	t.Parallel()
+	_, err := env.NewManager(testenv.ManagerOptions{Namespace: env.Namespace(t), CacheDelay: &reconciletest.CacheDelay{Delay: -time.Second}})
+	if !errors.Is(err, reconciletest.ErrInvalidCacheDelay) {
+		t.Errorf("NewManager = %v, want ErrInvalidCacheDelay", err)
+	}
+}
+
 // TestMainWithoutBinaries runs this package's tests again in a process
 // whose KUBEBUILDER_ASSETS lacks the binaries: outside CI the tests that
 // need the API server skip with the advice; in CI the run fails with it.

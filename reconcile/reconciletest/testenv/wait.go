@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/yaml"
@@ -85,7 +86,9 @@ func (e *Env) wait(ctx context.Context, r client.Reader, obj client.Object, what
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	started := time.Now()
+	// A wait on a real API server, with real timeouts, by the real clock.
+	var clk clock.PassiveClock = clock.RealClock{}
+	started := clk.Now()
 	key := client.ObjectKeyFromObject(obj)
 	tick := time.NewTicker(pollInterval)
 	defer tick.Stop()
@@ -111,7 +114,7 @@ func (e *Env) wait(ctx context.Context, r client.Reader, obj client.Object, what
 		case <-ctx.Done():
 			return &WaitError{
 				What:   fmt.Sprintf("%s %q to be %s", e.kindOf(obj), key, what),
-				Waited: time.Since(started).Round(time.Millisecond),
+				Waited: clk.Since(started).Round(time.Millisecond),
 				Last:   e.lastSeen(last, lastErr),
 				Err:    context.Cause(ctx),
 			}

@@ -145,19 +145,15 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 	if err := fin.Register(PodCleanupFinalizer, finalizer.Func[*atv1.At](r.deletePod)); err != nil {
 		return nil, err
 	}
-	loop := &reconcile.Loop[*atv1.At]{
-		// An At due within seconds of its creation goes straight from no
-		// status to RUNNING: its PENDING would be overwritten moments later.
-		FirstStatusWithin: FirstStatusWithin,
-		Client:            r.client,
-		APIReader:         o.APIReader,
-		Sync:              r.sync,
-		Finalizers:        fin,
-		Policy:            o.Policy,
-		Recorder:          r.recorder,
-		FieldOwner:        Name,
-		Clock:             r.clock,
-	}
+	loop := reconcile.New(r.client, Name, r.sync)
+	// An At due within seconds of its creation goes straight from no status
+	// to RUNNING: its PENDING would be overwritten moments later.
+	loop.FirstStatusWithin = FirstStatusWithin
+	loop.APIReader = o.APIReader
+	loop.Finalizers = fin
+	loop.Policy = o.Policy
+	loop.Recorder = r.recorder
+	loop.Clock = r.clock
 	return loop, loop.Validate()
 }
 

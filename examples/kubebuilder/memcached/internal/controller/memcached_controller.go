@@ -97,16 +97,13 @@ func (r *MemcachedReconciler) loop() *reconcile.Loop[*cachev1alpha1.Memcached] {
 	finalizers := &finalizer.Registry[*cachev1alpha1.Memcached]{}
 	// Register fails only for a name registered twice.
 	_ = finalizers.Register(memcachedFinalizer, finalizer.Func[*cachev1alpha1.Memcached](r.doFinalizerOperationsForMemcached))
-	return &reconcile.Loop[*cachev1alpha1.Memcached]{
-		Client:     r.Client,
-		FieldOwner: fieldOwner,
-		Sync:       r.converge,
-		Finalizers: finalizers,
-		Recorder:   r.Recorder,
-		Mirror:     reconcile.Mirror{Ready: typeAvailableMemcached, Failing: typeDegradedMemcached},
-		Policy:     &r.policy,
-		Freshness:  &r.freshness,
-	}
+	loop := reconcile.New(r.Client, fieldOwner, r.converge)
+	loop.Finalizers = finalizers
+	loop.Recorder = r.Recorder
+	loop.Mirror = reconcile.Mirror{Ready: typeAvailableMemcached, Failing: typeDegradedMemcached}
+	loop.Policy = &r.policy
+	loop.Freshness = &r.freshness
+	return loop
 }
 
 // converge makes the Memcached's Deployment what its spec says.
