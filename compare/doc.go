@@ -22,11 +22,13 @@
 //	c, err := compare.Diff(desired, live, compare.Rules(compare.KubernetesRules()...),
 //		compare.WithFieldOwner("app-controller"), compare.WithScheme(scheme))
 //
-// [IgnorePaths], [CompareStatus], [CompareOwnerReferences], [Own],
-// [ListKey] and [CmpOptions] say how to compare; [WithFieldOwner],
-// [Replaced] and [OnlyApplied] say which fields of managedFields are ours;
-// [WithScheme] says where kinds are looked up; [Rules] pass what the API
-// server defaults that neither Go types nor JSON show.
+// [IgnorePaths], [CompareStatus], [IgnoreStatus],
+// [CompareOwnerReferences], [Own], [ListKey] and [CmpOptions] say how to
+// compare; [WithFieldOwner], [Replaced] and [OnlyApplied] say which fields
+// of managedFields are ours, and [StrategicMerge] which of them a strategic
+// merge patch can remove; [WithScheme] says where kinds are looked up;
+// [Rules] pass what the API server defaults that neither Go types nor JSON
+// show.
 //
 // # Why "compare"
 //
