@@ -46,7 +46,7 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # first size again with BENCH_UNRELATED Pods that no At owns and spread over
 # BENCH_SPREAD (one round each); BENCH_SHARDED Ats at one instant on the At
 # as one replica, then with --shards=6 as 3 replicas (one round; 0 skips
-# it); with the benchmarks of drift, freshness and status folded in. Prints
+# it); with the benchmarks of compare, drift, freshness and status folded in. Prints
 # the tables and writes BENCHMARKS.md. Takes about 50 minutes on 2 cores
 # with the defaults (42 measured without the sharded scenario, which took 8
 # more at 10,000 Ats); not part of make test, which runs the same harness
@@ -64,7 +64,7 @@ BENCH_PROFILE ?=
 bench: ## Measure the At operator against the hand-written and the naive At, and write BENCHMARKS.md.
 	@assets="$$($(ENVTEST_ASSETS))"; \
 	out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./drift/ ./freshness/ ./status/ | tee "$$out"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./compare/ ./drift/ ./freshness/ ./status/ | tee "$$out"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench '^BenchmarkAt$$' -benchtime=1x -timeout 300m ./examples/at/bench/ \
 		-args -at.n=$(BENCH_ATS) -at.workers=$(BENCH_WORKERS) -at.rounds=$(BENCH_ROUNDS) -at.spread=$(BENCH_SPREAD) -at.unrelated=$(BENCH_UNRELATED) -at.sharded=$(BENCH_SHARDED) \
 		$(if $(BENCH_PROFILE),-at.cpuprofile="$(abspath $(BENCH_PROFILE))") \

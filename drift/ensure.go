@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
+	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
@@ -31,46 +33,29 @@ const (
 	OperationUnchanged Operation = "unchanged"
 )
 
-// Outcome is what [Ensure] and its variants did and why.
+// Outcome is what a [Writer]'s Ensure, EnsureMutate or EnsureApplied did
+// and why.
 type Outcome struct {
 	// Operation is what was done.
 	Operation Operation
 	// Drift is the comparison of desired with the live object that led to
-	// the operation: its Paths and Report say what was (or, when a hot loop
-	// stopped the write, would have been) patched. Equal for created and
-	// unchanged objects.
-	Drift Comparison
+	// the operation. It is Equal when the object was created or had no
+	// drift. When it is not Equal, its Paths and Report say what was
+	// written (OperationUpdated) or, when HotLoops held the write back
+	// (OperationUnchanged with a [*HotLoopError]), what would have been.
+	Drift compare.Comparison
 }
 
-// Ensure makes the live object have every field desired sets, writing only
-// when something drifted and then only the drifted fields.
-//
-// It gets the live object by desired's namespace and name. When there is
-// none, it creates desired (with a controller reference when given an
-// [Owner]). Otherwise it compares with [Diff] rules: no drift means no write
-// at all, so fields the server defaulted and fields other writers own are
-// never touched; drift means one patch carrying only the drifted desired
-// fields, and removing the list elements and map entries Ensure wrote
-// before that desired no longer sets (a strategic merge patch for built-in
-// types, a JSON merge patch for custom resources and unstructured objects;
-// see [OptimisticLock]). Status is
-// never compared or written. Every write carries the field owner
-// [WithFieldOwner] names; without one Ensure sends nothing and returns
-// [ErrNoFieldOwner]. With [Replaces], the patch also takes over the fields
-// of the managers the operator replaces.
-//
-// On success desired holds the object as the server returned it, as after
-// client.Create. With [DetectHotLoops], a drift that keeps coming back is
-// not patched and Ensure returns a [*HotLoopError] with OperationUnchanged.
-func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (out Outcome, err error) {
-	defer func() { observeEnsure(c, desired, out, err) }()
-	cfg := newConfig(opts)
-	if err := cfg.check("ensure", desired); err != nil {
+func (w *Writer) ensure(ctx context.Context, desired client.Object, opts []Option) (out Outcome, err error) {
+	cfg, err := w.start("ensure", desired, opts)
+	if err != nil {
 		return Outcome{}, err
 	}
+	defer func() { observeEnsure(w.client, desired, out, err) }()
+	c := w.client
 	live, err := getLive(ctx, c, desired)
 	if apierrors.IsNotFound(err) {
-		return create(ctx, c, cfg, desired)
+		return create(ctx, c, w.fieldOwner, cfg, desired)
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -82,33 +67,23 @@ func Ensure(ctx context.Context, c client.Client, desired client.Object, opts ..
 			return Outcome{}, err
 		}
 	}
-	return patchDrift(ctx, c, cfg, desired, want, live)
+	return w.patchDrift(ctx, cfg, desired, want, live)
 }
 
-// EnsureMutate is [Ensure] for code migrating from
-// controllerutil.CreateOrUpdate: obj needs only its namespace and name;
-// mutate sets the fields the caller wants, on the live object when there is
-// one. mutate must not change the name or namespace.
-//
-// Unlike CreateOrUpdate it does not write when mutate changed nothing the
-// live object lacks (defaulted fields that mutate overwrote with their zero
-// value count as unchanged), and when it writes, it patches only the
-// drifted fields. A field mutate sets to its zero value is not drift: to
-// clear a field, use a pointer or [Own]. Like Ensure it requires
-// [WithFieldOwner] and honours [Replaces].
-func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutate func() error, opts ...Option) (out Outcome, err error) {
-	defer func() { observeEnsure(c, obj, out, err) }()
-	cfg := newConfig(opts)
-	if err := cfg.check("ensure", obj); err != nil {
+func (w *Writer) ensureMutate(ctx context.Context, obj client.Object, mutate func() error, opts []Option) (out Outcome, err error) {
+	cfg, err := w.start("ensure", obj, opts)
+	if err != nil {
 		return Outcome{}, err
 	}
+	defer func() { observeEnsure(w.client, obj, out, err) }()
+	c := w.client
 	key := client.ObjectKeyFromObject(obj)
 	live, err := getLive(ctx, c, obj)
 	if apierrors.IsNotFound(err) {
 		if err := callMutate(mutate, key, obj); err != nil {
 			return Outcome{}, err
 		}
-		return create(ctx, c, cfg, obj)
+		return create(ctx, c, w.fieldOwner, cfg, obj)
 	}
 	if err != nil {
 		return Outcome{}, err
@@ -124,7 +99,7 @@ func EnsureMutate(ctx context.Context, c client.Client, obj client.Object, mutat
 			return Outcome{}, err
 		}
 	}
-	return patchDrift(ctx, c, cfg, obj, want, live)
+	return w.patchDrift(ctx, cfg, obj, want, live)
 }
 
 func callMutate(mutate func() error, key client.ObjectKey, obj client.Object) error {
@@ -175,7 +150,7 @@ func copyInto(dst, src client.Object) {
 	reflect.ValueOf(dst).Elem().Set(reflect.ValueOf(src).Elem())
 }
 
-func create(ctx context.Context, c client.Client, cfg *config, desired client.Object) (Outcome, error) {
+func create(ctx context.Context, c client.Client, fieldOwner string, cfg *config, desired client.Object) (Outcome, error) {
 	obj := desired.DeepCopyObject().(client.Object)
 	clearStatus(obj)
 	if cfg.owner != nil {
@@ -183,17 +158,11 @@ func create(ctx context.Context, c client.Client, cfg *config, desired client.Ob
 			return Outcome{}, err
 		}
 	}
-	if err := c.Create(ctx, obj, writeOpts[client.CreateOption](cfg)...); err != nil {
+	if err := c.Create(ctx, obj, client.FieldOwner(fieldOwner)); err != nil {
 		return Outcome{}, err
 	}
 	copyInto(desired, obj)
-	return Outcome{Operation: OperationCreated, Drift: Comparison{Equal: true}}, nil
-}
-
-// writeOpts returns the field owner option as the option type a write call
-// takes.
-func writeOpts[T any](cfg *config) []T {
-	return []T{any(client.FieldOwner(cfg.diff.fieldOwner)).(T)}
+	return Outcome{Operation: OperationCreated, Drift: compare.Comparison{Equal: true}}, nil
 }
 
 // clearStatus drops status from an object about to be created: status is
@@ -204,26 +173,35 @@ func clearStatus(obj client.Object) {
 		return
 	}
 	v := reflect.ValueOf(obj).Elem()
-	if i, ok := infoFor(v.Type()).byName["status"]; ok {
-		f := v.Field(infoFor(v.Type()).fields[i].index)
-		f.Set(reflect.Zero(f.Type()))
+	t := v.Type()
+	for i := range t.NumField() {
+		if name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ","); name == "status" {
+			v.Field(i).SetZero()
+			return
+		}
 	}
 }
 
 // patchDrift compares want with live and patches the drift. On return
 // target holds the live object after any write.
-func patchDrift(ctx context.Context, c client.Client, cfg *config, target, want, live client.Object) (Outcome, error) {
+func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live client.Object) (Outcome, error) {
+	c := w.client
 	gvk, err := apiutil.GVKForObject(live, c.Scheme())
 	if err != nil {
 		return Outcome{}, err
 	}
 	_, isU := live.(runtime.Unstructured)
-	cfg.diff.apiVersion, cfg.diff.smp = gvk.GroupVersion().String(), !isU && builtIn(gvk)
-	if isU {
-		cfg.diff.kindType = c.Scheme().AllKnownTypes()[gvk]
+	smp := !isU && builtIn(gvk)
+	take := planTakeover(w.fieldOwner, cfg, live, gvk.GroupVersion().String(), false)
+	var extra []compare.Option
+	if smp {
+		extra = append(extra, compare.StrategicMerge())
 	}
-	take := planTakeover(cfg, live, cfg.diff.apiVersion, false)
-	cmpn, err := diff(&cfg.diff, want, live)
+	if take != nil && take.whole {
+		extra = append(extra, compare.Replaced(take.managers...))
+	}
+	opts := w.compareOptions(cfg, extra...)
+	cmpn, err := compare.Diff(want, live, opts...)
 	if err != nil {
 		return Outcome{}, err
 	}
@@ -231,12 +209,12 @@ func patchDrift(ctx context.Context, c client.Client, cfg *config, target, want,
 		copyInto(target, live)
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 	}
-	if err := checkHotLoop(ctx, c, cfg, live, cmpn); err != nil {
+	if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
 		copyInto(target, live)
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 	}
 	merged := live.DeepCopyObject().(client.Object)
-	if err := overlay(&cfg.diff, want, merged); err != nil {
+	if err := compare.Overlay(want.DeepCopyObject(), merged, opts...); err != nil {
 		return Outcome{}, err
 	}
 	// The takeover travels in the same patch: the whole managedFields list,
@@ -252,45 +230,32 @@ func patchDrift(ctx context.Context, c client.Client, cfg *config, target, want,
 			lock = true
 		}
 	}
-	patch, err := patchFor(cfg, live, merged, lock)
+	patch, err := patchFor(cfg, smp, live, merged, lock)
 	if err != nil {
 		return Outcome{}, err
 	}
-	if err := c.Patch(ctx, merged, patch, writeOpts[client.PatchOption](cfg)...); err != nil {
+	if err := c.Patch(ctx, merged, patch, client.FieldOwner(w.fieldOwner)); err != nil {
 		return Outcome{}, err
 	}
 	copyInto(target, merged)
 	return Outcome{Operation: OperationUpdated, Drift: cmpn}, nil
 }
 
-// overlay writes desired's drifted fields into merged, a copy of the live
-// object, so a patch from live to merged carries exactly the drift.
-func overlay(cfg *diffConfig, desired, merged client.Object) error {
-	p, err := operands(desired.DeepCopyObject(), merged)
-	if err != nil {
-		return err
-	}
-	p.owners(cfg, merged)
-	w := newWalker(cfg, &p, true, true, nil)
-	w.root(&p)
-	return nil
-}
-
 // patchFor chooses the patch from live to merged: strategic merge for
-// built-in typed objects (cfg.diff.smp), whose Go types carry the merge keys,
+// built-in typed objects (smp), whose Go types carry the merge keys,
 // and JSON merge otherwise (custom resources do not accept strategic merge patches). A JSON
 // merge patch that carries a list replaces the whole list, elements another
 // writer added since live was read included, so such a patch always carries
 // the optimistic lock: it fails with a Conflict instead of dropping them.
 // lock asks for the lock too (merged's managedFields changed: a list that
 // both kinds of patch replace whole).
-func patchFor(cfg *config, live, merged client.Object, lock bool) (client.Patch, error) {
+func patchFor(cfg *config, smp bool, live, merged client.Object, lock bool) (client.Patch, error) {
 	var opts []client.MergeFromOption
 	lock = lock || cfg.optimisticLock
 	if lock {
 		opts = append(opts, client.MergeFromWithOptimisticLock{})
 	}
-	if cfg.diff.smp {
+	if smp {
 		return client.StrategicMergeFrom(live, opts...), nil
 	}
 	patch := client.MergeFromWithOptions(live, opts...)

@@ -9,29 +9,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
-// EnsureApplied is [Ensure] through server-side apply: it applies desired as
-// the field manager [WithFieldOwner] names (required: without it,
-// [ErrNoFieldOwner]; see also [ForceOwnership]) when the object is missing
-// or has drifted, and sends nothing when [Diff] finds no drift. With
-// [Replaces], a drifted object's first apply is preceded by a patch of its
-// managedFields that takes the replaced managers' fields over.
-//
-// Before applying, desired is converted to unstructured content and pruned of
-// nulls, empty maps and lists, status and server-managed metadata, so the
-// apply claims only the fields desired sets. A field our last apply set and
-// desired no longer sets is drift (our Apply entry in managedFields says so),
-// so the apply that releases it, and lets the server remove it, is sent
-// right away. See "Ensure or EnsureApplied?" in the package documentation.
-//
-// On success desired holds the object as the server returned it.
-func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, opts ...Option) (out Outcome, err error) {
-	defer func() { observeEnsure(c, desired, out, err) }()
-	cfg := newConfig(opts)
-	if err := cfg.check("ensure", desired); err != nil {
+func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts []Option) (out Outcome, err error) {
+	cfg, err := w.start("ensure", desired, opts)
+	if err != nil {
 		return Outcome{}, err
 	}
+	defer func() { observeEnsure(w.client, desired, out, err) }()
+	c := w.client
 	want := desired
 	if cfg.owner != nil {
 		want = desired.DeepCopyObject().(client.Object)
@@ -41,10 +29,10 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 	}
 	live, err := getLive(ctx, c, desired)
 	op := OperationCreated
-	var cmpn Comparison
+	var cmpn compare.Comparison
 	switch {
 	case apierrors.IsNotFound(err):
-		cmpn = Comparison{Equal: true}
+		cmpn = compare.Comparison{Equal: true}
 	case err != nil:
 		return Outcome{}, err
 	default:
@@ -55,19 +43,19 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 		}
 		// Only our Apply entry: the apply releases what it no longer
 		// sets; it cannot remove what our Update entry owns.
-		cfg.diff.applyOnly, cfg.diff.apiVersion = true, gvk.GroupVersion().String()
-		if _, isU := live.(runtime.Unstructured); isU {
-			cfg.diff.kindType = c.Scheme().AllKnownTypes()[gvk]
+		extra := []compare.Option{compare.OnlyApplied()}
+		take := planTakeover(w.fieldOwner, cfg, live, gvk.GroupVersion().String(), true)
+		if take != nil && take.whole {
+			extra = append(extra, compare.Replaced(take.managers...))
 		}
-		take := planTakeover(cfg, live, cfg.diff.apiVersion, true)
-		if cmpn, err = diff(&cfg.diff, want, live); err != nil {
+		if cmpn, err = compare.Diff(want, live, w.compareOptions(cfg, extra...)...); err != nil {
 			return Outcome{}, err
 		}
 		if cmpn.Equal {
 			copyInto(desired, live)
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 		}
-		if err := checkHotLoop(ctx, c, cfg, live, cmpn); err != nil {
+		if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
 			copyInto(desired, live)
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 		}
@@ -89,7 +77,7 @@ func EnsureApplied(ctx context.Context, c client.Client, desired client.Object, 
 	if err != nil {
 		return Outcome{}, err
 	}
-	applyOpts := []client.ApplyOption{client.FieldOwner(cfg.diff.fieldOwner)}
+	applyOpts := []client.ApplyOption{client.FieldOwner(w.fieldOwner)}
 	if cfg.force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}

@@ -57,9 +57,9 @@ func BenchmarkEnsure(b *testing.B) {
 					d.Spec.Template.Spec.Containers[0].Image = image
 					var err error
 					if apply {
-						_, err = drift.EnsureApplied(b.Context(), c, d, withOwner)
+						_, err = drift.NewWriter(c, testOwner).EnsureApplied(b.Context(), d)
 					} else {
-						_, err = drift.Ensure(b.Context(), c, d, withOwner)
+						_, err = drift.NewWriter(c, testOwner).Ensure(b.Context(), d)
 					}
 					if err != nil {
 						b.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 )
@@ -100,7 +102,7 @@ func TestEnsureCreatesThenMakesNoWritesDespiteServerDefaults(t *testing.T) {
 			ns := env.Namespace(t)
 			ctx := t.Context()
 
-			out, err := drift.Ensure(ctx, c, kind.build(ns), withOwner)
+			out, err := drift.NewWriter(c, testOwner).Ensure(ctx, kind.build(ns))
 			if err != nil {
 				t.Fatalf("first Ensure: %v", err)
 			}
@@ -109,7 +111,7 @@ func TestEnsureCreatesThenMakesNoWritesDespiteServerDefaults(t *testing.T) {
 			}
 			w.reset()
 			for i := range 2 {
-				out, err = drift.Ensure(ctx, c, kind.build(ns), withOwner)
+				out, err = drift.NewWriter(c, testOwner).Ensure(ctx, kind.build(ns))
 				if err != nil {
 					t.Fatalf("Ensure #%d: %v", i+2, err)
 				}
@@ -125,14 +127,14 @@ func TestEnsureLeavesDesiredHoldingTheLiveObject(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	w := widgetIn(ns).(*testapi.Widget)
-	if _, err := drift.Ensure(t.Context(), c, w, withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(t.Context(), w); err != nil {
 		t.Fatal(err)
 	}
 	if w.UID == "" || w.ResourceVersion == "" || w.Spec.Replicas == nil || *w.Spec.Replicas != 1 {
 		t.Errorf("after create: uid=%q rv=%q replicas=%v; want the server's object with replicas defaulted to 1", w.UID, w.ResourceVersion, w.Spec.Replicas)
 	}
 	again := widgetIn(ns).(*testapi.Widget)
-	if _, err := drift.Ensure(t.Context(), c, again, withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(t.Context(), again); err != nil {
 		t.Fatal(err)
 	}
 	if again.UID != w.UID || again.ResourceVersion != w.ResourceVersion {
@@ -144,14 +146,14 @@ func TestEnsureChangedImageSendsOnePatchTouchingOnlyThatField(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, deploymentIn(ns), withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, deploymentIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
 
 	desired := deploymentIn(ns).(*appsv1.Deployment)
 	desired.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
-	out, err := drift.Ensure(ctx, c, desired, withOwner)
+	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, desired)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,13 +187,13 @@ func TestEnsureCustomResourceDriftIsAJSONMergePatchOfTheField(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, widgetIn(ns), withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, widgetIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
 	desired := widgetIn(ns).(*testapi.Widget)
 	desired.Spec.Message = "bye"
-	if _, err := drift.Ensure(ctx, c, desired, withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, desired); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]any{"spec": map[string]any{"message": "bye"}}
@@ -207,7 +209,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	c, w := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, deploymentIn(ns), withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, deploymentIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	// Someone else sets fields desired does not set.
@@ -225,7 +227,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	}
 	w.reset()
 
-	out, err := drift.Ensure(ctx, c, deploymentIn(ns), withOwner)
+	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, deploymentIn(ns))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,7 +237,7 @@ func TestEnsureLeavesFieldsOthersSetAlone(t *testing.T) {
 	// Now a real drift: the patch must still keep the other writer's fields.
 	desired := deploymentIn(ns).(*appsv1.Deployment)
 	desired.Spec.Template.Spec.Containers[0].Env[0].Value = "staging"
-	if _, err := drift.Ensure(ctx, c, desired, withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, desired); err != nil {
 		t.Fatal(err)
 	}
 	var after appsv1.Deployment
@@ -254,7 +256,7 @@ func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, configMapIn(ns), withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var live corev1.ConfigMap
@@ -266,7 +268,7 @@ func TestEnsureOwnedMapRemovesForeignKeys(t *testing.T) {
 	if err := c.Update(ctx, &live); err != nil {
 		t.Fatal(err)
 	}
-	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Own("data"), withOwner)
+	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns), drift.CompareOptions(compare.Own("data")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,14 +298,14 @@ func TestEnsureUnstructured(t *testing.T) {
 		}
 		return u
 	}
-	if out, err := drift.Ensure(ctx, c, build("nginx:1.25"), withOwner); err != nil || out.Operation != drift.OperationCreated {
+	if out, err := drift.NewWriter(c, testOwner).Ensure(ctx, build("nginx:1.25")); err != nil || out.Operation != drift.OperationCreated {
 		t.Fatalf("first Ensure: %v, %v", out.Operation, err)
 	}
 	w.reset()
-	if out, err := drift.Ensure(ctx, c, build("nginx:1.25"), withOwner); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
+	if out, err := drift.NewWriter(c, testOwner).Ensure(ctx, build("nginx:1.25")); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("second Ensure: %q, %v, %d writes; want unchanged with none\n%s", out.Operation, err, w.total(), out.Drift.Report)
 	}
-	out, err := drift.Ensure(ctx, c, build("nginx:1.26"), withOwner)
+	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, build("nginx:1.26"))
 	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("third Ensure: %q, %v, %d patches; want updated with one patch", out.Operation, err, w.patches)
 	}
@@ -326,7 +328,7 @@ func TestEnsureMutateWritesOnlyOnDrift(t *testing.T) {
 	// on every call.
 	ensure := func() (drift.Outcome, error) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "web"}}
-		return drift.EnsureMutate(ctx, c, d, func() error {
+		return drift.NewWriter(c, testOwner).EnsureMutate(ctx, d, func() error {
 			want := deploymentIn(ns).(*appsv1.Deployment)
 			want.Spec.Template.Spec.Containers[0].Image = image
 			d.Labels = want.Labels
@@ -334,7 +336,7 @@ func TestEnsureMutateWritesOnlyOnDrift(t *testing.T) {
 			d.Spec.Selector = want.Spec.Selector
 			d.Spec.Template = want.Spec.Template
 			return nil
-		}, withOwner)
+		})
 	}
 	if out, err := ensure(); err != nil || out.Operation != drift.OperationCreated {
 		t.Fatalf("first: %q, %v", out.Operation, err)
@@ -357,7 +359,7 @@ func TestEnsureMutateRejectsAChangedKey(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "a"}}
-	_, err := drift.EnsureMutate(t.Context(), c, cm, func() error { cm.Name = "b"; return nil }, withOwner)
+	_, err := drift.NewWriter(c, testOwner).EnsureMutate(t.Context(), cm, func() error { cm.Name = "b"; return nil })
 	if err == nil || !strings.Contains(err.Error(), "object key") {
 		t.Errorf("err = %v, want an error about the changed key", err)
 	}
@@ -369,13 +371,13 @@ func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
 			c, w := countingClient(t)
 			ns := env.Namespace(t)
 			ctx := t.Context()
-			opts := []drift.Option{withOwner, drift.ForceOwnership()}
-			out, err := drift.EnsureApplied(ctx, c, kind.build(ns), opts...)
+			opts := []drift.Option{drift.ForceOwnership()}
+			out, err := drift.NewWriter(c, testOwner).EnsureApplied(ctx, kind.build(ns), opts...)
 			if err != nil || out.Operation != drift.OperationCreated || w.applies != 1 {
 				t.Fatalf("first: %q, %v, %d applies; want created by one apply", out.Operation, err, w.applies)
 			}
 			w.reset()
-			out, err = drift.EnsureApplied(ctx, c, kind.build(ns), opts...)
+			out, err = drift.NewWriter(c, testOwner).EnsureApplied(ctx, kind.build(ns), opts...)
 			if err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 				t.Fatalf("second: %q, %v, %d writes; want unchanged and no request\n%s", out.Operation, err, w.total(), out.Drift.Report)
 			}
@@ -386,7 +388,7 @@ func TestEnsureAppliedSkipsTheRequestWithoutDrift(t *testing.T) {
 			}
 			labels["version"] = "2"
 			desired.SetLabels(labels)
-			out, err = drift.EnsureApplied(ctx, c, desired, opts...)
+			out, err = drift.NewWriter(c, testOwner).EnsureApplied(ctx, desired, opts...)
 			if err != nil || out.Operation != drift.OperationUpdated || w.applies != 1 {
 				t.Fatalf("third: %q, %v, %d applies; want updated by one apply", out.Operation, err, w.applies)
 			}
@@ -410,7 +412,7 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.reset()
-	out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner), withOwner)
+	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns), drift.Owner(owner))
 	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
 		t.Fatalf("Ensure with owner: %q, %v, %d patches; want updated", out.Operation, err, w.patches)
 	}
@@ -422,12 +424,12 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 		t.Fatalf("controller of the config map = %v, want the widget %s", ref, owner.GetUID())
 	}
 	w.reset()
-	if out, err := drift.Ensure(ctx, c, configMapIn(ns), drift.Owner(owner), withOwner); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
+	if out, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns), drift.Owner(owner)); err != nil || out.Operation != drift.OperationUnchanged || w.total() != 0 {
 		t.Fatalf("again: %q, %v, %d writes; want unchanged", out.Operation, err, w.total())
 	}
 	// A new object is created with the reference.
 	svc := serviceIn(ns)
-	if _, err := drift.Ensure(ctx, c, svc, drift.Owner(owner), withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, svc, drift.Owner(owner)); err != nil {
 		t.Fatal(err)
 	}
 	if ref := metav1.GetControllerOf(svc); ref == nil || ref.UID != owner.GetUID() {
@@ -439,7 +441,7 @@ func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
 	c, _ := countingClient(t)
 	ns := env.Namespace(t)
 	ctx := t.Context()
-	if _, err := drift.Ensure(ctx, c, widgetIn(ns), withOwner); err != nil {
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, widgetIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	// Another writer sneaks in between Ensure's read and its patch.
@@ -456,7 +458,7 @@ func TestEnsureOptimisticLockFailsOnAConcurrentWrite(t *testing.T) {
 	}}
 	desired := widgetIn(ns).(*testapi.Widget)
 	desired.Spec.Message = "changed"
-	_, err := drift.Ensure(ctx, racy, desired, drift.OptimisticLock(), withOwner)
+	_, err := drift.NewWriter(racy, testOwner).Ensure(ctx, desired, drift.OptimisticLock())
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("err = %v, want a Conflict", err)
 	}
@@ -482,7 +484,10 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	ctx := t.Context()
 	clk := clocktesting.NewFakePassiveClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	rec := events.NewFakeRecorder(10)
-	det := &drift.HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: 10 * time.Minute, Clock: clk, Recorder: rec}
+	// The Writer's clock reaches its detector, which has none of its own.
+	writer := drift.NewWriter(c, testOwner)
+	writer.Clock = clk
+	writer.HotLoops = &drift.HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: 10 * time.Minute, Recorder: rec}
 
 	// The other writer: a webhook-like actor that reverts spec.message.
 	revert := func() {
@@ -496,7 +501,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if _, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det), withOwner); err != nil {
+	if _, err := writer.Ensure(ctx, widgetIn(ns)); err != nil {
 		t.Fatal(err)
 	}
 	var ours int
@@ -504,7 +509,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 		revert()
 		clk.SetTime(clk.Now().Add(5 * time.Second))
 		w.reset()
-		out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det), withOwner)
+		out, err := writer.Ensure(ctx, widgetIn(ns))
 		switch {
 		case i < 2:
 			if err != nil || out.Operation != drift.OperationUpdated {
@@ -521,6 +526,10 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 			}
 			if diff := cmp.Diff([]string{"spec.message"}, hl.Paths); diff != "" {
 				t.Errorf("hot loop paths (-want +got):\n%s", diff)
+			}
+			// Unchanged, and yet the drift it held back: not Equal.
+			if out.Drift.Equal || !slices.Equal(out.Drift.Paths, hl.Paths) {
+				t.Errorf("round %d: Outcome.Drift = %+v; want the held-back drift, not equal", i, out.Drift)
 			}
 		}
 	}
@@ -542,7 +551,7 @@ func TestEnsureStopsAHotLoopAndRecordsAnEvent(t *testing.T) {
 	}
 	// After the hold-off Ensure fights again.
 	clk.SetTime(clk.Now().Add(11 * time.Minute))
-	if out, err := drift.Ensure(ctx, c, widgetIn(ns), drift.DetectHotLoops(det), withOwner); err != nil || out.Operation != drift.OperationUpdated {
+	if out, err := writer.Ensure(ctx, widgetIn(ns)); err != nil || out.Operation != drift.OperationUpdated {
 		t.Errorf("after hold-off: %q, %v; want updated", out.Operation, err)
 	}
 }
@@ -559,7 +568,7 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 		return out
 	}
 	cm := configMapIn(ns)
-	if _, err := drift.Ensure(ctx, c, cm, drift.WithFieldOwner("creator")); err != nil {
+	if _, err := drift.NewWriter(c, "creator").Ensure(ctx, cm); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update"}, managers(cm)); diff != "" {
@@ -567,7 +576,7 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 	}
 	changed := configMapIn(ns).(*corev1.ConfigMap)
 	changed.Data["mode"] = "staging"
-	if _, err := drift.Ensure(ctx, c, changed, drift.WithFieldOwner("patcher")); err != nil {
+	if _, err := drift.NewWriter(c, "patcher").Ensure(ctx, changed); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update", "patcher/Update"}, managers(changed)); diff != "" {
@@ -576,16 +585,16 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 }
 
 // TestEveryEnsureWritesAsItsFieldOwner: every form of Ensure creates and
-// patches (or applies) as the field owner WithFieldOwner names, not as the
+// patches (or applies) as the Writer's field owner, not as the
 // client's default manager, so ownership is recorded from the first write.
 func TestEveryEnsureWritesAsItsFieldOwner(t *testing.T) {
 	type ensureFunc func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
 	mutate := func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
 		obj := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: cm.Namespace, Name: cm.Name}}
-		_, err := drift.EnsureMutate(ctx, c, obj, func() error {
+		_, err := drift.NewWriter(c, testOwner).EnsureMutate(ctx, obj, func() error {
 			obj.Data = maps.Clone(cm.Data)
 			return nil
-		}, withOwner)
+		})
 		return err
 	}
 	tests := []struct {
@@ -594,12 +603,12 @@ func TestEveryEnsureWritesAsItsFieldOwner(t *testing.T) {
 		want   []string
 	}{
 		{"Ensure", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			_, err := drift.Ensure(ctx, c, cm, withOwner)
+			_, err := drift.NewWriter(c, testOwner).Ensure(ctx, cm)
 			return err
 		}, []string{testOwner + "/Update"}},
 		{"EnsureMutate", mutate, []string{testOwner + "/Update"}},
 		{"EnsureApplied", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			_, err := drift.EnsureApplied(ctx, c, cm, withOwner)
+			_, err := drift.NewWriter(c, testOwner).EnsureApplied(ctx, cm)
 			return err
 		}, []string{testOwner + "/Apply"}},
 	}
@@ -664,7 +673,7 @@ func TestEnsureLocksAJSONMergePatchThatReplacesAList(t *testing.T) {
 	})
 
 	desired := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listy"}, Spec: testapi.WidgetSpec{Items: []string{"a", "c"}}}
-	_, err = drift.Ensure(ctx, cached, desired, withOwner)
+	_, err = drift.NewWriter(cached, testOwner).Ensure(ctx, desired)
 	if !apierrors.IsConflict(err) {
 		t.Fatalf("Ensure from a stale read = %v, want a Conflict (the list patch must be locked)", err)
 	}

@@ -9,11 +9,11 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/drift"
 	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 )
@@ -35,88 +35,15 @@ func exampleDeployment(image string) *appsv1.Deployment {
 	}
 }
 
-// Diff ignores what the server defaulted and the order of keyed lists, and
-// explains what really drifted.
-func ExampleDiff() {
-	live := exampleDeployment("nginx:1.25")
-	live.ResourceVersion = "42"
-	live.Spec.Template.Spec.DNSPolicy = corev1.DNSClusterFirst // server default
-	cs := live.Spec.Template.Spec.Containers
-	cs[0], cs[1] = cs[1], cs[0] // another order
-	for i := range cs {
-		cs[i].ImagePullPolicy = corev1.PullIfNotPresent // server default
-	}
-
-	same, _ := drift.Diff(exampleDeployment("nginx:1.25"), live)
-	fmt.Println("equal:", same.Equal)
-
-	changed, _ := drift.Diff(exampleDeployment("nginx:1.26"), live)
-	fmt.Println("equal:", changed.Equal)
-	fmt.Println("paths:", changed.Paths)
-	fmt.Print(changed.Report)
-	// Output:
-	// equal: true
-	// equal: false
-	// paths: [spec.template.spec.containers[name=web].image]
-	// spec.template.spec.containers[name=web].image:
-	// - "nginx:1.25"
-	// + "nginx:1.26"
-}
-
-// Unstructured objects have no Go types to declare list keys: lists of
-// objects with a "name" match by name, others by a key given with ListKey.
-func ExampleDiff_unstructured() {
-	desired := &unstructured.Unstructured{Object: map[string]any{
-		"spec": map[string]any{"ports": []any{
-			map[string]any{"port": int64(80), "targetPort": int64(8080)},
-		}},
-	}}
-	live := &unstructured.Unstructured{Object: map[string]any{
-		"metadata": map[string]any{"resourceVersion": "7"},
-		"spec": map[string]any{"ports": []any{
-			map[string]any{"port": int64(443), "targetPort": int64(8443)},
-			map[string]any{"port": int64(80), "targetPort": int64(8081), "protocol": "TCP"},
-		}},
-	}}
-	c, err := drift.Diff(desired, live, drift.ListKey("spec.ports", "port"))
-	fmt.Println(c.Paths, err)
-	// Output:
-	// [spec.ports[port=80].targetPort] <nil>
-}
-
-// What our field owner wrote before and desired no longer sets is drift:
-// the API server recorded in managedFields that web-controller set the env
-// var LOG (here written down as the server returns it), and desired no
-// longer has it. INJECTED belongs to another field manager and is left
-// alone.
-func ExampleDiff_fieldsWeWroteBefore() {
-	live := exampleDeployment("nginx:1.25")
-	live.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "debug"}, {Name: "INJECTED", Value: "1"}}
-	envEntry := func(name string) string {
-		return `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"` + name + `\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`
-	}
-	live.ManagedFields = []metav1.ManagedFieldsEntry{
-		{Manager: "web-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("LOG"))},
-		{Manager: "injector", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(envEntry("INJECTED"))},
-	}
-
-	c, _ := drift.Diff(exampleDeployment("nginx:1.25"), live, drift.WithFieldOwner("web-controller"))
-	fmt.Println(c.Paths)
-	fmt.Print(c.Report)
-	// Output:
-	// [spec.template.spec.containers[name=web].env[name=LOG]]
-	// spec.template.spec.containers[name=web].env[name=LOG]:
-	// - {"name":"LOG","value":"debug"}
-}
-
 // Ensure creates what is missing, writes nothing when nothing drifted, and
 // patches only the drifted fields otherwise.
-func ExampleEnsure() {
+func ExampleWriter_Ensure() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
 
+	w := drift.NewWriter(c, "web-controller")
 	for _, image := range []string{"nginx:1.25", "nginx:1.25", "nginx:1.26"} {
-		out, err := drift.Ensure(ctx, c, exampleDeployment(image), drift.WithFieldOwner("web-controller"))
+		out, err := w.Ensure(ctx, exampleDeployment(image))
 		if err != nil {
 			fmt.Println(err)
 			return
@@ -131,16 +58,17 @@ func ExampleEnsure() {
 
 // EnsureMutate keeps the shape of controllerutil.CreateOrUpdate, but writes
 // only when the mutate function changed something the live object lacks.
-func ExampleEnsureMutate() {
+func ExampleWriter_EnsureMutate() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
+	w := drift.NewWriter(c, "settings-controller")
 
 	for range 2 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"}}
-		out, err := drift.EnsureMutate(ctx, c, cm, func() error {
+		out, err := w.EnsureMutate(ctx, cm, func() error {
 			cm.Data = map[string]string{"mode": "prod"}
 			return nil
-		}, drift.WithFieldOwner("settings-controller"))
+		})
 		fmt.Println(out.Operation, err)
 	}
 	// Output:
@@ -148,20 +76,23 @@ func ExampleEnsureMutate() {
 	// unchanged <nil>
 }
 
-// A HotLoopDetector stops Ensure from fighting another writer that keeps
-// reverting a field, and says so in a Warning event.
+// A HotLoopDetector, set as a Writer's HotLoops, stops Ensure from fighting
+// another writer that keeps reverting a field, and says so in a Warning
+// event. The write it holds back is reported as unchanged, with the drift
+// it did not write.
 func ExampleHotLoopDetector() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().Build()
 	recorder := events.NewFakeRecorder(1)
-	detector := &drift.HotLoopDetector{Threshold: 3, Window: time.Minute, Recorder: recorder}
+	w := drift.NewWriter(c, "settings-controller")
+	w.HotLoops = &drift.HotLoopDetector{Threshold: 3, Window: time.Minute, Recorder: recorder}
 	desired := func() *corev1.ConfigMap {
 		return &corev1.ConfigMap{
 			ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
 			Data:       map[string]string{"mode": "prod"},
 		}
 	}
-	if _, err := drift.Ensure(ctx, c, desired(), drift.DetectHotLoops(detector), drift.WithFieldOwner("settings-controller")); err != nil {
+	if _, err := w.Ensure(ctx, desired()); err != nil {
 		fmt.Println(err)
 		return
 	}
@@ -174,21 +105,22 @@ func ExampleHotLoopDetector() {
 			return
 		}
 		// ...and the reconciler puts it back, until it notices the loop.
-		out, err := drift.Ensure(ctx, c, desired(), drift.DetectHotLoops(detector), drift.WithFieldOwner("settings-controller"))
-		fmt.Println(out.Operation, errors.Is(err, drift.ErrHotLoop))
+		out, err := w.Ensure(ctx, desired())
+		fmt.Println(out.Operation, out.Drift.Paths, errors.Is(err, drift.ErrHotLoop))
 	}
 	fmt.Println(<-recorder.Events)
 	// Output:
-	// updated false
-	// updated false
-	// unchanged true
+	// updated [data[mode]] false
+	// updated [data[mode]] false
+	// unchanged [data[mode]] true
 	// Warning HotLoop data[mode] drifted back 3 times within 1m0s: another controller or a mutating webhook reverts them; not patching for 5m0s
 }
 
-// WithFieldOwner is required: it names the operator in every write, and so
+// The field owner is required: it names the operator in every write, and so
 // in the object's managedFields, where "fields we wrote before" are read
-// back. Without it Ensure sends nothing and returns a permanent error.
-func ExampleWithFieldOwner() {
+// back. A Writer built with an empty one sends nothing and returns a
+// permanent error; Validate says so at setup.
+func ExampleNewWriter() {
 	ctx := context.Background()
 	c := fake.NewClientBuilder().WithReturnManagedFields().Build()
 	cm := &corev1.ConfigMap{
@@ -196,17 +128,18 @@ func ExampleWithFieldOwner() {
 		Data:       map[string]string{"mode": "prod"},
 	}
 
-	_, err := drift.Ensure(ctx, c, cm)
+	unnamed := drift.NewWriter(c, "")
+	_, err := unnamed.Ensure(ctx, cm)
 	class, _ := rkerrors.Classify(err)
-	fmt.Println(errors.Is(err, drift.ErrNoFieldOwner), class)
+	fmt.Println(errors.Is(err, rkerrors.ErrNoFieldOwner), class, errors.Is(unnamed.Validate(), rkerrors.ErrNoFieldOwner))
 
-	out, err := drift.Ensure(ctx, c, cm, drift.WithFieldOwner("settings-controller"))
+	out, err := drift.NewWriter(c, "settings-controller").Ensure(ctx, cm)
 	fmt.Println(out.Operation, err)
 	for _, mf := range cm.ManagedFields {
 		fmt.Println(mf.Manager, mf.Operation)
 	}
 	// Output:
-	// true permanent
+	// true permanent true
 	// created <nil>
 	// settings-controller Update
 }
@@ -235,8 +168,8 @@ func ExampleReplaces() {
 		return
 	}
 
-	out, err := drift.Ensure(ctx, c, deployment(11212), drift.Owner(owner),
-		drift.WithFieldOwner("memcached-operator"), drift.Replaces("manager"))
+	out, err := drift.NewWriter(c, "memcached-operator").Ensure(ctx, deployment(11212),
+		drift.Owner(owner), drift.Replaces("manager"))
 	fmt.Println(out.Operation, out.Drift.Paths, err)
 	live := &appsv1.Deployment{}
 	if err := c.Get(ctx, client.ObjectKeyFromObject(old), live); err != nil {
@@ -251,4 +184,30 @@ func ExampleReplaces() {
 	// updated [spec.template.spec.containers[name=web].ports[containerPort=11211,protocol=TCP] spec.template.spec.containers[name=web].ports[containerPort=11212]] <nil>
 	// 11212 1
 	// memcached-operator Update
+}
+
+// CompareOptions passes options of package compare to a Writer's
+// comparison: with compare.Own, the ConfigMap's data is desired's alone, and
+// a key someone else added is drift the patch removes.
+func ExampleCompareOptions() {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+	live := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
+		Data:       map[string]string{"mode": "prod", "debug": "true"},
+	}
+	if err := c.Create(ctx, live); err != nil {
+		fmt.Println(err)
+		return
+	}
+
+	desired := &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "settings"},
+		Data:       map[string]string{"mode": "prod"},
+	}
+	out, err := drift.NewWriter(c, "settings-controller").Ensure(ctx, desired,
+		drift.CompareOptions(compare.Own("data")))
+	fmt.Println(out.Operation, out.Drift.Paths, desired.Data, err)
+	// Output:
+	// updated [data[debug]] map[mode:prod] <nil>
 }

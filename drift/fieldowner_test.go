@@ -28,51 +28,79 @@ import (
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
-// TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing: forgetting
-// WithFieldOwner is never silent. Every form of Ensure returns
-// ErrNoFieldOwner, classed permanent (a controller-runtime terminal error),
-// before it sends any request, read or write.
+// TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing: a Writer
+// built without a field owner is never silent. Every form of Ensure returns
+// an error wrapping errors.ErrNoFieldOwner (which the deprecated
+// drift.ErrNoFieldOwner is), classed permanent (a controller-runtime
+// terminal error), before it sends any request, read or write; so do the
+// deprecated package-level forms without WithFieldOwner.
 func TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing(t *testing.T) {
-	tests := []struct {
+	type ensureFunc func(ctx context.Context, w *drift.Writer, cm *corev1.ConfigMap, opts ...drift.Option) error
+	forms := []struct {
 		name   string
-		ensure func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error
+		ensure ensureFunc
 	}{
-		{"Ensure", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
+		{"Ensure", func(ctx context.Context, w *drift.Writer, cm *corev1.ConfigMap, opts ...drift.Option) error {
+			_, err := w.Ensure(ctx, cm, opts...)
+			return err
+		}},
+		{"EnsureMutate", func(ctx context.Context, w *drift.Writer, cm *corev1.ConfigMap, opts ...drift.Option) error {
+			_, err := w.EnsureMutate(ctx, cm, func() error { cm.Data = map[string]string{"mode": "prod"}; return nil }, opts...)
+			return err
+		}},
+		{"EnsureApplied", func(ctx context.Context, w *drift.Writer, cm *corev1.ConfigMap, opts ...drift.Option) error {
+			_, err := w.EnsureApplied(ctx, cm, opts...)
+			return err
+		}},
+	}
+	deprecated := map[string]func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error{
+		"Ensure": func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
 			_, err := drift.Ensure(ctx, c, cm, opts...)
 			return err
-		}},
-		{"EnsureMutate", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
-			_, err := drift.EnsureMutate(ctx, c, cm, func() error { cm.Data = map[string]string{"mode": "prod"}; return nil }, opts...)
+		},
+		"EnsureMutate": func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
+			_, err := drift.EnsureMutate(ctx, c, cm, func() error { return nil }, opts...)
 			return err
-		}},
-		{"EnsureApplied", func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
+		},
+		"EnsureApplied": func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
 			_, err := drift.EnsureApplied(ctx, c, cm, opts...)
 			return err
+		},
+	}
+	cases := []struct {
+		name string
+		call func(f ensureFunc, deprecated func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
+	}{
+		{"NewWriter with an empty name", func(f ensureFunc, _ func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+			return f(ctx, drift.NewWriter(c, ""), cm)
+		}},
+		{"Replaces without a name", func(f ensureFunc, _ func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+			return f(ctx, drift.NewWriter(c, ""), cm, drift.Replaces("manager"))
+		}},
+		{"a zero Writer", func(f ensureFunc, _ func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, _ client.Client, cm *corev1.ConfigMap) error {
+			return f(ctx, &drift.Writer{}, cm)
+		}},
+		{"deprecated, no WithFieldOwner", func(_ ensureFunc, d func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+			return d(ctx, c, cm)
+		}},
+		{"deprecated, an empty WithFieldOwner", func(_ ensureFunc, d func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+			return d(ctx, c, cm, drift.WithFieldOwner(""))
 		}},
 	}
-	options := []struct {
-		name string
-		opts []drift.Option
-	}{
-		{"no options", nil},
-		{"an empty name", []drift.Option{drift.WithFieldOwner("")}},
-		{"Replaces without a name", []drift.Option{drift.Replaces("manager")}},
-	}
-	for _, tt := range tests {
-		for _, o := range options {
-			opts := o.opts
-			t.Run(tt.name+"/"+o.name, func(t *testing.T) {
+	for _, f := range forms {
+		for _, tc := range cases {
+			t.Run(f.name+"/"+tc.name, func(t *testing.T) {
 				var counter reconciletest.Counter
 				c := counter.Wrap(env.Client(t))
 				cm := configMapIn(env.Namespace(t)).(*corev1.ConfigMap)
-				err := tt.ensure(t.Context(), c, cm, opts...)
-				if !errors.Is(err, drift.ErrNoFieldOwner) {
-					t.Fatalf("err = %v, want ErrNoFieldOwner", err)
+				err := tc.call(f.ensure, deprecated[f.name], t.Context(), c, cm)
+				if !errors.Is(err, errors.ErrNoFieldOwner) || !errors.Is(err, drift.ErrNoFieldOwner) {
+					t.Fatalf("err = %v, want errors.ErrNoFieldOwner", err)
 				}
 				if class, _ := errors.Classify(err); class != errors.ClassPermanent || !errors.Is(err, crreconcile.TerminalError(nil)) {
 					t.Errorf("class %v, terminal %v; want permanent and terminal", class, errors.Is(err, crreconcile.TerminalError(nil)))
 				}
-				if !strings.Contains(err.Error(), "drift.WithFieldOwner") || !strings.Contains(err.Error(), cm.Name) {
+				if !strings.Contains(err.Error(), "drift.NewWriter") || !strings.Contains(err.Error(), cm.Name) {
 					t.Errorf("message %q: want it to name the object and the fix", err)
 				}
 				if n := len(counter.Requests()); n != 0 {
@@ -80,36 +108,6 @@ func TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing(t *testing.T) {
 				}
 			})
 		}
-	}
-}
-
-// TestDiffWithoutAFieldOwnerComparesOnlyWhatDesiredSets: Diff writes
-// nothing and needs no name; without one, no managedFields entry is ours,
-// so what a field manager wrote before is no drift.
-func TestDiffWithoutAFieldOwnerComparesOnlyWhatDesiredSets(t *testing.T) {
-	live := exampleDeployment("nginx:1.25")
-	live.Spec.Template.Spec.Containers[0].Env = []corev1.EnvVar{{Name: "LOG", Value: "debug"}}
-	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "web-controller", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "apps/v1", FieldsType: "FieldsV1",
-		FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"LOG\"}":{".":{},"f:name":{},"f:value":{}}}}}}}}}`)}}
-	for _, tt := range []struct {
-		name string
-		opts []drift.Option
-		want []string
-	}{
-		{name: "no field owner"},
-		{name: "an empty one", opts: []drift.Option{drift.WithFieldOwner("")}},
-		{name: "another's", opts: []drift.Option{drift.WithFieldOwner("other")}},
-		{name: "the writer's", opts: []drift.Option{drift.WithFieldOwner("web-controller")}, want: []string{"spec.template.spec.containers[name=web].env[name=LOG]"}},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			got, err := drift.Diff(exampleDeployment("nginx:1.25"), live, tt.opts...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tt.want, got.Paths); diff != "" {
-				t.Errorf("paths (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 
@@ -202,7 +200,7 @@ func TestTwoOperatorsOnOneObject(t *testing.T) {
 				ops := [2]string{"a", "b"}
 				reconcile := func(i int) drift.Outcome {
 					t.Helper()
-					out, err := drift.Ensure(ctx, clients[i], target.desired(ns, ops[i]), drift.WithFieldOwner(tt.owners[i]))
+					out, err := drift.NewWriter(clients[i], tt.owners[i]).Ensure(ctx, target.desired(ns, ops[i]))
 					if err != nil {
 						t.Fatalf("operator %s: %v", ops[i], err)
 					}
@@ -296,30 +294,30 @@ var adoptForms = []struct {
 	// Go type to say they are keyed by number), so the port changes in
 	// place, with or without Replaces.
 	byName bool
-	ensure func(ctx context.Context, c client.Client, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error)
+	ensure func(ctx context.Context, w *drift.Writer, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error)
 }{
-	{"Ensure", 1, false, func(ctx context.Context, c client.Client, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
-		return drift.Ensure(ctx, c, desired, opts...)
+	{"Ensure", 1, false, func(ctx context.Context, w *drift.Writer, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
+		return w.Ensure(ctx, desired, opts...)
 	}},
-	{"Ensure unstructured", 1, true, func(ctx context.Context, c client.Client, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
+	{"Ensure unstructured", 1, true, func(ctx context.Context, w *drift.Writer, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
 		m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(desired)
 		if err != nil {
 			return drift.Outcome{}, err
 		}
 		u := &unstructured.Unstructured{Object: m}
 		u.SetGroupVersionKind(appsv1.SchemeGroupVersion.WithKind("Deployment"))
-		return drift.Ensure(ctx, c, u, opts...)
+		return w.Ensure(ctx, u, opts...)
 	}},
-	{"EnsureMutate", 1, false, func(ctx context.Context, c client.Client, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
+	{"EnsureMutate", 1, false, func(ctx context.Context, w *drift.Writer, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
 		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: desired.Namespace, Name: desired.Name}}
-		return drift.EnsureMutate(ctx, c, d, func() error {
+		return w.EnsureMutate(ctx, d, func() error {
 			d.Spec = desired.Spec
 			return nil
 		}, opts...)
 	}},
 	// An apply carries no managedFields: the takeover is a patch of its own.
-	{"EnsureApplied", 2, false, func(ctx context.Context, c client.Client, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
-		return drift.EnsureApplied(ctx, c, desired, opts...)
+	{"EnsureApplied", 2, false, func(ctx context.Context, w *drift.Writer, desired *appsv1.Deployment, opts ...drift.Option) (drift.Outcome, error) {
+		return w.EnsureApplied(ctx, desired, opts...)
 	}},
 }
 
@@ -360,11 +358,12 @@ func TestReplacesAdoptsTheDeploymentOfAKubebuilderController(t *testing.T) {
 
 				var counter reconciletest.Counter
 				c := counter.Wrap(env.Client(t))
-				opts := []drift.Option{drift.WithFieldOwner("memcached-operator"), drift.Owner(cr)}
+				writer := drift.NewWriter(c, "memcached-operator")
+				opts := []drift.Option{drift.Owner(cr)}
 				if replaces {
 					opts = append(opts, drift.Replaces("manager"))
 				}
-				out, err := f.ensure(ctx, c, memcached(ns, 11212), opts...)
+				out, err := f.ensure(ctx, writer, memcached(ns, 11212), opts...)
 				switch {
 				case !replaces && f.byName:
 					if err != nil {
@@ -409,7 +408,7 @@ func TestReplacesAdoptsTheDeploymentOfAKubebuilderController(t *testing.T) {
 
 				counter.Reset()
 				for i := range 5 {
-					if out, err := f.ensure(ctx, c, memcached(ns, 11212), opts...); err != nil || out.Operation != drift.OperationUnchanged {
+					if out, err := f.ensure(ctx, writer, memcached(ns, 11212), opts...); err != nil || out.Operation != drift.OperationUnchanged {
 						t.Fatalf("reconcile %d after adopting: %q, %v; want unchanged:\n%s", i+1, out.Operation, err, out.Drift.Report)
 					}
 				}
@@ -461,7 +460,7 @@ func TestReplacesOnASharedObjectTakesOnlyWhatDesiredSets(t *testing.T) {
 	c := counter.Wrap(plain)
 	ensure := func(op, mode string) drift.Outcome {
 		t.Helper()
-		out, err := drift.Ensure(ctx, c, desired(op, mode), drift.WithFieldOwner("operator-"+op), drift.Replaces("reconcilekit"))
+		out, err := drift.NewWriter(c, "operator-"+op).Ensure(ctx, desired(op, mode), drift.Replaces("reconcilekit"))
 		if err != nil {
 			t.Fatalf("operator %s: %v", op, err)
 		}
@@ -553,11 +552,11 @@ func TestReplacesTakeoverIsLockedByTheResourceVersion(t *testing.T) {
 			t.Error(err)
 		}
 	}}
-	opts := []drift.Option{drift.WithFieldOwner("memcached-operator"), drift.Owner(cr), drift.Replaces("manager")}
-	if _, err := drift.Ensure(ctx, racy, memcached(ns, 11212), opts...); !apierrors.IsConflict(err) {
+	opts := []drift.Option{drift.Owner(cr), drift.Replaces("manager")}
+	if _, err := drift.NewWriter(racy, "memcached-operator").Ensure(ctx, memcached(ns, 11212), opts...); !apierrors.IsConflict(err) {
 		t.Fatalf("Ensure racing another writer: %v, want a Conflict", err)
 	}
-	if _, err := drift.Ensure(ctx, plain, memcached(ns, 11212), opts...); err != nil {
+	if _, err := drift.NewWriter(plain, "memcached-operator").Ensure(ctx, memcached(ns, 11212), opts...); err != nil {
 		t.Fatal(err)
 	}
 	var live appsv1.Deployment

@@ -3,9 +3,7 @@ package drift
 import (
 	"container/list"
 	"context"
-	"encoding/json"
 	"fmt"
-	"hash/fnv"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/errors"
 )
 
@@ -71,9 +70,9 @@ func (e *HotLoopError) RetryAfter() time.Duration { return e.Left }
 func (e *HotLoopError) Reason() string { return ReasonHotLoop }
 
 // HotLoopDetector notices an object whose same fields drift back to the same
-// other value again and again, so Ensure can stop fighting and say so. The
-// zero value works with the defaults; share one detector per controller
-// (it is safe for concurrent use) and pass it with [DetectHotLoops].
+// other value again and again, so a [Writer] can stop fighting and say so.
+// The zero value works with the defaults; share one detector per controller
+// (it is safe for concurrent use) and set it as the Writer's HotLoops.
 //
 // A drift is "the same" when the drifted paths and the desired values at
 // them are the same, so a user changing desired several times in a row is
@@ -81,7 +80,10 @@ func (e *HotLoopError) Reason() string { return ReasonHotLoop }
 // detector: the Threshold-th is not patched, nor is any drift of the object
 // for HoldOff; a Warning event (reason [ReasonHotLoop]) naming the fields is
 // recorded and one log line written per trip. Memory is bounded by
-// MaxObjects: the least recently seen object is forgotten first.
+// MaxObjects: the least recently seen object is forgotten first. A field
+// set below zero, or a Threshold of 1 (which would hold back every first
+// drift, so nothing would ever be written), is refused by
+// [HotLoopDetector.Validate].
 type HotLoopDetector struct {
 	// Threshold is how many same drifts within Window trip the detector.
 	// Zero means 5.
@@ -94,7 +96,8 @@ type HotLoopDetector struct {
 	HoldOff time.Duration
 	// MaxObjects bounds how many objects are remembered. Zero means 4096.
 	MaxObjects int
-	// Clock tells the time. Default the real clock.
+	// Clock tells the time. Nil: the Clock of the Writer that reports to
+	// the detector, else the real clock.
 	Clock clock.PassiveClock
 	// Recorder, if set, receives the Warning event (events API).
 	Recorder events.EventRecorder
@@ -112,11 +115,43 @@ type hotEntry struct {
 	until       time.Time
 }
 
-func (h *HotLoopDetector) now() time.Time {
-	if h.Clock == nil {
-		return time.Now()
+// ErrInvalidHotLoopDetector is matched (errors.Is) by the error of
+// [HotLoopDetector.Validate].
+var ErrInvalidHotLoopDetector = errors.New("drift: invalid hot-loop detector")
+
+// Validate reports a field set to a value the detector cannot work with: a
+// negative Threshold, Window, HoldOff or MaxObjects, or a Threshold of 1.
+// A [Writer] calls it on every call that reports to the detector and
+// returns its error, classed permanent, instead of writing.
+func (h *HotLoopDetector) Validate() error {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: "+format, append([]any{ErrInvalidHotLoopDetector}, args...)...))
 	}
-	return h.Clock.Now()
+	if h.Threshold < 0 || h.Threshold == 1 {
+		bad("Threshold is %d; want 0 (the default, %d) or at least 2", h.Threshold, defaultHotLoopThreshold)
+	}
+	if h.Window < 0 {
+		bad("Window is %s; want 0 (the default, %s) or more", h.Window, defaultHotLoopWindow)
+	}
+	if h.HoldOff < 0 {
+		bad("HoldOff is %s; want 0 (the default, %s) or more", h.HoldOff, defaultHotLoopHoldOff)
+	}
+	if h.MaxObjects < 0 {
+		bad("MaxObjects is %d; want 0 (the default, %d) or more", h.MaxObjects, defaultHotLoopMaxObjects)
+	}
+	return errors.Join(errs...)
+}
+
+// clockOr returns the detector's clock, else fallback, else the real clock.
+func (h *HotLoopDetector) clockOr(fallback clock.PassiveClock) clock.PassiveClock {
+	switch {
+	case h.Clock != nil:
+		return h.Clock
+	case fallback != nil:
+		return fallback
+	}
+	return clock.RealClock{}
 }
 
 func orDefault[T int | time.Duration](v, d T) T {
@@ -126,10 +161,10 @@ func orDefault[T int | time.Duration](v, d T) T {
 	return v
 }
 
-// observe records one drift of the object at key and reports whether to
-// hold the write back, until when, and whether this drift tripped it.
-func (h *HotLoopDetector) observe(key string, fingerprint uint64) (now, until time.Time, hold, tripped bool) {
-	now = h.now()
+// observe records one drift of the object at key at the time now and
+// reports whether to hold the write back, until when, and whether this
+// drift tripped it.
+func (h *HotLoopDetector) observe(key string, fingerprint uint64, now time.Time) (until time.Time, hold, tripped bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	if h.entries == nil {
@@ -148,7 +183,7 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64) (now, until ti
 	h.lru.MoveToFront(el)
 	e := el.Value.(*hotEntry)
 	if now.Before(e.until) {
-		return now, e.until, true, false
+		return e.until, true, false
 	}
 	if !e.until.IsZero() {
 		*e = hotEntry{key: key}
@@ -161,40 +196,26 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64) (now, until ti
 	if e.count >= orDefault(h.Threshold, defaultHotLoopThreshold) {
 		e.until = now.Add(orDefault(h.HoldOff, defaultHotLoopHoldOff))
 		e.count = 0
-		return now, e.until, true, true
+		return e.until, true, true
 	}
-	return now, time.Time{}, false, false
+	return time.Time{}, false, false
 }
 
-// fingerprint identifies a drift by its paths and desired values.
-func fingerprint(c Comparison) uint64 {
-	h := fnv.New64a()
-	for _, d := range c.drifts {
-		h.Write([]byte(d.path))
-		h.Write([]byte{0})
-		b, err := json.Marshal(d.desired)
-		if err != nil {
-			b = fmt.Appendf(nil, "%v", d.desired)
-		}
-		h.Write(b)
-		h.Write([]byte{0})
-	}
-	return h.Sum64()
-}
-
-// checkHotLoop reports a drift to the configured detector and returns a
+// checkHotLoop reports a drift to the call's detector and returns a
 // *HotLoopError when the write must be held back.
-func checkHotLoop(ctx context.Context, c client.Client, cfg *config, live client.Object, cmpn Comparison) error {
-	h := cfg.hotLoops
+func (w *Writer) checkHotLoop(ctx context.Context, cfg *config, live client.Object, cmpn compare.Comparison) error {
+	h := w.hotLoops(cfg)
 	if h == nil {
 		return nil
 	}
+	c := w.client
 	kind := fmt.Sprintf("%T", live)
 	if gvk, err := apiutil.GVKForObject(live, c.Scheme()); err == nil {
 		kind = gvk.GroupKind().String()
 	}
 	name := kind + " " + client.ObjectKeyFromObject(live).String()
-	now, until, hold, tripped := h.observe(name, fingerprint(cmpn))
+	now := h.clockOr(w.Clock).Now()
+	until, hold, tripped := h.observe(name, cmpn.Fingerprint(), now)
 	if !hold {
 		return nil
 	}

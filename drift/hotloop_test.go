@@ -2,25 +2,34 @@ package drift
 
 import (
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"k8s.io/utils/clock"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/reconcilekit/reconcilekit/errors"
 )
 
+// observe reports one drift to h at the time of its clock.
+func observe(h *HotLoopDetector, key string, fingerprint uint64) (now, until time.Time, hold, tripped bool) {
+	now = h.clockOr(nil).Now()
+	until, hold, tripped = h.observe(key, fingerprint, now)
+	return now, until, hold, tripped
+}
+
 func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
 	h := &HotLoopDetector{Threshold: 3, Window: time.Minute, HoldOff: time.Hour, Clock: clk}
 	for i := range 2 {
-		if _, _, hold, _ := h.observe("k", 7); hold {
+		if _, _, hold, _ := observe(h, "k", 7); hold {
 			t.Fatalf("drift %d held back, want the first %d let through", i+1, 2)
 		}
 		clk.SetTime(clk.Now().Add(10 * time.Second))
 	}
-	_, until, hold, tripped := h.observe("k", 7)
+	_, until, hold, tripped := observe(h, "k", 7)
 	if !hold || !tripped {
 		t.Fatalf("3rd same drift: hold=%v tripped=%v, want both", hold, tripped)
 	}
@@ -28,11 +37,11 @@ func TestHotLoopDetectorTripsOnTheThresholdthSameDrift(t *testing.T) {
 		t.Errorf("until = %v, want %v", until, want)
 	}
 	// Any drift of the object is held during the hold-off, without tripping again.
-	if _, _, hold, tripped := h.observe("k", 8); !hold || tripped {
+	if _, _, hold, tripped := observe(h, "k", 8); !hold || tripped {
 		t.Errorf("during hold-off: hold=%v tripped=%v, want held, not tripped again", hold, tripped)
 	}
 	clk.SetTime(until)
-	if _, _, hold, _ := h.observe("k", 7); hold {
+	if _, _, hold, _ := observe(h, "k", 7); hold {
 		t.Errorf("after hold-off: held, want let through and counting anew")
 	}
 }
@@ -42,13 +51,13 @@ func TestHotLoopDetectorIgnoresChangingDesiredAndSlowDrifts(t *testing.T) {
 	h := &HotLoopDetector{Threshold: 2, Window: time.Minute, Clock: clk}
 	// A user editing desired: each drift has other desired values.
 	for fp := range uint64(5) {
-		if _, _, hold, _ := h.observe("a", fp); hold {
+		if _, _, hold, _ := observe(h, "a", fp); hold {
 			t.Fatalf("changing desired (fingerprint %d) held back", fp)
 		}
 	}
 	// The same drift, but further apart than the window.
 	for i := range 5 {
-		if _, _, hold, _ := h.observe("b", 1); hold {
+		if _, _, hold, _ := observe(h, "b", 1); hold {
 			t.Fatalf("slow drift %d held back", i)
 		}
 		clk.SetTime(clk.Now().Add(2 * time.Minute))
@@ -57,10 +66,10 @@ func TestHotLoopDetectorIgnoresChangingDesiredAndSlowDrifts(t *testing.T) {
 
 func TestHotLoopDetectorMemoryIsBounded(t *testing.T) {
 	h := &HotLoopDetector{MaxObjects: 3, Threshold: 2, Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
-	h.observe("keep", 1)
+	observe(h, "keep", 1)
 	for i := range 100 {
-		h.observe(fmt.Sprint("obj", i), 1)
-		h.observe("keep", 9) // recently seen: never evicted
+		observe(h, fmt.Sprint("obj", i), 1)
+		observe(h, "keep", 9) // recently seen: never evicted
 	}
 	if n := len(h.entries); n != 3 || h.lru.Len() != 3 {
 		t.Errorf("%d entries, %d in LRU; want MaxObjects = 3", n, h.lru.Len())
@@ -78,8 +87,8 @@ func TestHotLoopDetectorIsSafeForConcurrentUse(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range n {
 		wg.Go(func() {
-			_, _, hd, tr := h.observe("same", 1)
-			h.observe(fmt.Sprint("other", i%7), uint64(i))
+			_, _, hd, tr := observe(h, "same", 1)
+			observe(h, fmt.Sprint("other", i%7), uint64(i))
 			mu.Lock()
 			defer mu.Unlock()
 			if hd {
@@ -101,11 +110,11 @@ func TestHotLoopDetectorIsSafeForConcurrentUse(t *testing.T) {
 func TestHotLoopDetectorZeroValueUsesDefaults(t *testing.T) {
 	h := HotLoopDetector{Clock: clocktesting.NewFakePassiveClock(time.Unix(0, 0))}
 	for i := range 4 {
-		if _, _, hold, _ := h.observe("k", 1); hold {
+		if _, _, hold, _ := observe(&h, "k", 1); hold {
 			t.Fatalf("drift %d held back before the default threshold", i+1)
 		}
 	}
-	now, until, hold, _ := h.observe("k", 1)
+	now, until, hold, _ := observe(&h, "k", 1)
 	if !hold {
 		t.Fatalf("default threshold reached, not held")
 	}
@@ -135,5 +144,55 @@ func TestHotLoopErrorIsThrottledForItsHoldOff(t *testing.T) {
 		if !errors.Is(err, ErrHotLoop) {
 			t.Errorf("%v does not match ErrHotLoop", err)
 		}
+	}
+}
+
+// TestHotLoopDetectorClockComesFromItselfThenTheWriter: the detector's own
+// Clock wins; without one, the Writer's that reports to it; without either,
+// the real clock.
+func TestHotLoopDetectorClockComesFromItselfThenTheWriter(t *testing.T) {
+	own := clocktesting.NewFakePassiveClock(time.Unix(1, 0))
+	writers := clocktesting.NewFakePassiveClock(time.Unix(2, 0))
+	if got := (&HotLoopDetector{Clock: own}).clockOr(writers).Now(); !got.Equal(own.Now()) {
+		t.Errorf("with its own clock: %v, want %v", got, own.Now())
+	}
+	if got := (&HotLoopDetector{}).clockOr(writers).Now(); !got.Equal(writers.Now()) {
+		t.Errorf("with the writer's: %v, want %v", got, writers.Now())
+	}
+	if _, ok := (&HotLoopDetector{}).clockOr(nil).(clock.RealClock); !ok {
+		t.Errorf("without either: not the real clock")
+	}
+}
+
+func TestHotLoopDetectorValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		h    *HotLoopDetector
+		bad  []string // fields the error names
+	}{
+		{name: "zero value: the defaults", h: &HotLoopDetector{}},
+		{name: "all set", h: &HotLoopDetector{Threshold: 2, Window: time.Second, HoldOff: time.Minute, MaxObjects: 1}},
+		{name: "a threshold of 1 would never write", h: &HotLoopDetector{Threshold: 1}, bad: []string{"Threshold"}},
+		{name: "negative values", h: &HotLoopDetector{Threshold: -1, Window: -time.Second, HoldOff: -time.Second, MaxObjects: -1},
+			bad: []string{"Threshold", "Window", "HoldOff", "MaxObjects"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.h.Validate()
+			if len(tt.bad) == 0 {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalidHotLoopDetector) {
+				t.Fatalf("Validate() = %v, want ErrInvalidHotLoopDetector", err)
+			}
+			for _, f := range tt.bad {
+				if !strings.Contains(err.Error(), f) {
+					t.Errorf("Validate() = %q, want it to name %s", err, f)
+				}
+			}
+		})
 	}
 }

@@ -10,16 +10,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
-	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
-// testOwner is the field owner of the tests' writes, and withOwner the option
-// that names it.
+// testOwner is the field owner of the tests' writes.
 const testOwner = "drift-test"
-
-var withOwner = drift.WithFieldOwner(testOwner)
 
 // env is the package's one control plane. Every envtest test in
 // drift_test uses it.

@@ -20,7 +20,7 @@ func TestEnsureCountsItsOperations(t *testing.T) {
 	before := []float64{metricstest.Value(t, "reconcilekit_ensure_total", created), metricstest.Value(t, "reconcilekit_ensure_total", unchanged)}
 	for range 3 {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "counted"}, Data: map[string]string{"k": "v"}}
-		if _, err := drift.Ensure(t.Context(), c, cm, withOwner); err != nil {
+		if _, err := drift.NewWriter(c, testOwner).Ensure(t.Context(), cm); err != nil {
 			t.Fatal(err)
 		}
 	}

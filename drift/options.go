@@ -1,208 +1,138 @@
 package drift
 
 import (
-	"fmt"
-	"reflect"
-	"strings"
+	"slices"
 
-	"github.com/google/go-cmp/cmp"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
-// Option configures [Diff], [Ensure], [EnsureMutate] and [EnsureApplied]:
-// the same values compare by the same rules everywhere. Options that shape a
-// write ([Owner], [OptimisticLock], [DetectHotLoops], [ForceOwnership],
-// [Replaces]) mean nothing to Diff, which ignores them. Options are plain values: build them
-// once and reuse them.
+// Option configures one call of a [Writer]'s Ensure, EnsureMutate or
+// EnsureApplied: what the write does ([Owner], [Replaces],
+// [OptimisticLock], [ForceOwnership]) and how the live object is compared
+// ([CompareOptions]). Options are plain values: build them once and reuse
+// them. What lasts longer than a call (the client, the field owner, the
+// hot-loop detector, the clock) belongs to the Writer.
 type Option func(*config)
 
-// diffConfig is what the Options say about comparing.
-type diffConfig struct {
-	compareStatus    bool
-	compareOwnerRefs bool
-	ignore           []pathPattern
-	own              []pathPattern
-	listKeys         []listKeyRule
-	cmpOpts          []cmp.Option
-	// cmpEqual is cmp.Equal under cmpOpts; set only by CmpOptions, so that
-	// a program that never asks for go-cmp does not link it (see
-	// CmpOptions).
-	cmpEqual   func(a, d reflect.Value, opts []cmp.Option) bool
-	fieldOwner string // WithFieldOwner; "" means none: Diff then owns nothing, Ensure refuses
-	err        error  // first invalid option, reported by Diff
-
-	// Set by Ensure and its variants, not by options:
-	applyOnly  bool         // EnsureApplied: only our Apply entry counts
-	apiVersion string       // the object's apiVersion by the client's scheme
-	smp        bool         // the drift is written by a strategic merge patch
-	kindType   reflect.Type // Go type of unstructured content's kind, by the client's scheme
-	replaced   string       // Replaces' names (replacedSet) whose entries are ours whole: the object is our Owner's
+// config is the resolved set of Options.
+type config struct {
+	compare        []compare.Option
+	owner          client.Object
+	optimisticLock bool
+	hotLoops       *HotLoopDetector // DetectHotLoops (deprecated)
+	force          bool
+	replaces       []string // Replaces
+	fieldOwner     string   // WithFieldOwner (deprecated)
 }
 
-type listKeyRule struct {
-	at  pathPattern
-	key string
-}
-
-// hasRules reports whether the walk must track the current path even when it
-// is only deciding equality.
-func (c *diffConfig) hasRules() bool {
-	return len(c.ignore) > 0 || len(c.own) > 0 || len(c.listKeys) > 0
-}
-
-func (c *diffConfig) addPatterns(dst *[]pathPattern, paths []string) {
-	for _, p := range paths {
-		pp, err := parsePathPattern(p)
-		if err != nil {
-			if c.err == nil {
-				c.err = err
-			}
-			continue
-		}
-		*dst = append(*dst, pp)
+// newConfig resolves the options of a call.
+func newConfig(opts []Option) *config {
+	cfg := &config{}
+	for _, o := range opts {
+		o(cfg)
 	}
+	return cfg
 }
 
-// IgnorePaths makes [Diff] skip the fields at the given paths and everything
-// below them. Paths use the syntax of [Comparison.Paths]; a bracket segment
-// may be the wildcard [*], matching any list element or map key, as in
-// "spec.template.spec.containers[*].imagePullPolicy".
-func IgnorePaths(paths ...string) Option {
-	return func(c *config) { c.diff.addPatterns(&c.diff.ignore, paths) }
+// CompareOptions adds options of package compare to the comparison of the
+// desired object with the live one: [compare.IgnorePaths], [compare.Own],
+// [compare.ListKey], [compare.CmpOptions], [compare.Rules], ... They
+// compare by the same rules as [compare.Diff]. A Writer adds its own after
+// them: its field owner ([compare.WithFieldOwner]), its client's scheme, the
+// built-in [compare.KubernetesRules], owner references with [Owner], and
+// [compare.IgnoreStatus]: status belongs to the status subresource, and a
+// Writer never compares or writes it, whatever the options say.
+func CompareOptions(opts ...compare.Option) Option {
+	return func(c *config) { c.compare = append(c.compare, opts...) }
 }
 
-// CompareStatus makes [Diff] compare the status field, which it ignores by
-// default. [Ensure] never writes status, whatever the options: status belongs
-// to the status subresource.
-func CompareStatus() Option {
-	return func(c *config) { c.diff.compareStatus = true }
+// Owner makes the owner the controller of the ensured object: the object is
+// created with a controller reference to owner, and an existing object
+// without it gets it patched in. An object controlled by another owner is an
+// error. owner must be in the client's scheme and, for a namespaced object,
+// be cluster-scoped or in the same namespace.
+func Owner(owner client.Object) Option {
+	return func(c *config) { c.owner = owner }
 }
 
-// CompareOwnerReferences makes [Diff] compare metadata.ownerReferences
-// (matched by uid), which it ignores by default. [Ensure] turns it on by
-// itself when given an [Owner].
-func CompareOwnerReferences() Option {
-	return func(c *config) { c.diff.compareOwnerRefs = true }
+// OptimisticLock makes patches carry the live object's resourceVersion, so a
+// patch fails with a Conflict when someone else wrote the object between the
+// read and the write. Without it the patch touches only the drifted fields,
+// which is safe without a lock for fields, maps and, in strategic merge
+// patches of built-in types, keyed lists; a JSON merge patch (custom
+// resources, unstructured objects) that carries a list replaces the list
+// whole, so Ensure locks such a patch even without this option.
+// [Writer.EnsureApplied] ignores it: server-side apply detects conflicting
+// writers per field.
+func OptimisticLock() Option {
+	return func(c *config) { c.optimisticLock = true }
 }
 
-// Own declares that desired owns the whole map or list at each path: keys
-// or elements the actual map or list has and desired lacks are drift (and
-// [Ensure] removes them). An empty or nil desired value then means "no keys"
-// or "no elements". By default extra keys are someone else's business, and
-// so are extra elements of a keyed list or of an unkeyed list of objects;
-// an owned list is one value, compared whole and in order.
-func Own(paths ...string) Option {
-	return func(c *config) { c.diff.addPatterns(&c.diff.own, paths) }
-}
-
-// ListKey matches the elements of the list at path by the field key instead
-// of by position. Typed Kubernetes objects need it only for lists whose Go
-// type declares no patchMergeKey; for [unstructured.Unstructured] it is how a
-// caller declares keys other than "name". The key is a JSON field name.
+// DetectHotLoops makes the call report drifts to d, which stops patching an
+// object whose same fields keep drifting back. It wins over the Writer's
+// HotLoops for the call.
 //
-// [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
-func ListKey(path, key string) Option {
-	return func(c *config) {
-		pp, err := parsePathPattern(path)
-		if err == nil && key == "" {
-			err = fmt.Errorf("%w: empty list key for %q", ErrInvalidPath, path)
-		}
-		if err != nil {
-			if c.diff.err == nil {
-				c.diff.err = err
-			}
-			return
-		}
-		c.diff.listKeys = append(c.diff.listKeys, listKeyRule{at: pp, key: key})
-	}
+// Deprecated: set [Writer.HotLoops], shared by every call of the Writer.
+func DetectHotLoops(d *HotLoopDetector) Option {
+	return func(c *config) { c.hotLoops = d }
 }
 
-// CmpOptions adds go-cmp options. They are consulted for every field the walk
-// finds different: if cmp.Equal reports the two values equal under these
-// options, the field is not drift.
+// ForceOwnership makes [Writer.EnsureApplied] take over fields another field
+// manager owns instead of failing with a conflict.
+func ForceOwnership() Option {
+	return func(c *config) { c.force = true }
+}
+
+// Replaces names field managers whose fields this operator takes over: the
+// controller it replaces (kubebuilder binaries write as "manager"), kubectl
+// ("kubectl-client-side-apply", "kubectl-edit"), or its own former name,
+// such as "reconcilekit", this package's default before the field owner was
+// required. Their entries in metadata.managedFields then count as ours, and
+// the first write of [Writer.Ensure], [Writer.EnsureMutate] or
+// [Writer.EnsureApplied] moves them into our entry, so that "fields we
+// wrote before" covers them from then on: a container port the old
+// controller set and desired renumbers is replaced rather than kept beside
+// the new one.
 //
-// Only a program that calls CmpOptions links go-cmp's comparison code (its
-// package initialisers run in every program that imports this package).
-// That matters for its size: go-cmp looks up methods by reflection, which
-// turns off the Go linker's removal of unused methods for the whole
-// program. The At operator's binary is 62 MB with that code and 48 MB
-// without, and its resident memory at rest 5 MiB larger.
-func CmpOptions(opts ...cmp.Option) Option {
+// What is taken depends on whose the object is:
+//
+//   - An object the [Owner] given to the same call controls (its controller
+//     reference has the owner's UID): a child of this operator. The
+//     replaced managers' entries are ours whole ([compare.Replaced]): what
+//     they wrote and desired no longer sets is drift, by the rules of our
+//     own entries (list elements and map entries of an Update entry,
+//     anything of an Apply entry), and the write removes it.
+//   - Any other object (no Owner, or an object shared with other
+//     operators): only the fields desired sets now are taken over; the
+//     rest stays the replaced manager's, since under a name several
+//     operators shared it may be another's. Nothing of theirs is removed,
+//     and nothing we stopped wanting before the move can be told apart.
+//
+// The takeover is one write: Ensure and EnsureMutate send the rewritten
+// metadata.managedFields in the patch that carries the drift, locked by the
+// resourceVersion (a concurrent writer makes it fail with a Conflict, and
+// the next reconcile starts over). EnsureApplied cannot: an apply request
+// carries no managedFields, so it sends a JSON patch of managedFields
+// (locked the same way) before the apply, and moves the replaced entries
+// into its Apply entry, as client-go's csaupgrade.UpgradeManagedFields does;
+// the apply then releases what desired does not set, and the server
+// defaults again what it defaults. Nothing is taken without a write: an
+// object that has not drifted keeps the replaced entries, still read as
+// ours while Replaces lists them, and costs no request. Keep Replaces while
+// objects the old controller wrote may exist.
+//
+// Only entries of the main resource (not status) in the live object's
+// apiVersion are taken. A name listed here means this operator on every
+// object its Owner controls: do not list a name another controller also
+// writes your children with.
+func Replaces(managers ...string) Option {
 	return func(c *config) {
-		if len(opts) == 0 {
-			return
-		}
-		c.diff.cmpOpts = append(c.diff.cmpOpts, opts...)
-		c.diff.cmpEqual = cmpEqual
-	}
-}
-
-// pathPattern is a parsed path with optional [*] wildcards.
-type pathPattern string
-
-func parsePathPattern(p string) (pathPattern, error) {
-	if p == "" {
-		return "", fmt.Errorf("%w: empty path", ErrInvalidPath)
-	}
-	depth := 0
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '[':
-			if depth > 0 {
-				return "", fmt.Errorf("%w: nested '[' in %q", ErrInvalidPath, p)
-			}
-			depth++
-		case ']':
-			if depth == 0 {
-				return "", fmt.Errorf("%w: unbalanced ']' in %q", ErrInvalidPath, p)
-			}
-			depth--
-		case '.':
-			if depth == 0 && (i == 0 || i == len(p)-1 || p[i-1] == '.') {
-				return "", fmt.Errorf("%w: empty field name in %q", ErrInvalidPath, p)
+		for _, m := range managers {
+			if m != "" && !slices.Contains(c.replaces, m) {
+				c.replaces = append(c.replaces, m)
 			}
 		}
 	}
-	if depth != 0 {
-		return "", fmt.Errorf("%w: unbalanced '[' in %q", ErrInvalidPath, p)
-	}
-	if strings.HasPrefix(p, "[") {
-		return "", fmt.Errorf("%w: %q starts with a bracket", ErrInvalidPath, p)
-	}
-	return pathPattern(p), nil
-}
-
-// match reports whether path matches the pattern exactly, where a "[*]"
-// segment in the pattern matches any one bracket segment of the path.
-func (pp pathPattern) match(path []byte) bool {
-	p := string(pp)
-	i, j := 0, 0
-	for i < len(p) && j < len(path) {
-		if p[i] == '[' && i+2 < len(p) && p[i+1] == '*' && p[i+2] == ']' && path[j] == '[' {
-			i += 3
-			j++
-			for j < len(path) && path[j] != ']' {
-				j++
-			}
-			if j == len(path) {
-				return false
-			}
-			j++
-			continue
-		}
-		if p[i] != path[j] {
-			return false
-		}
-		i++
-		j++
-	}
-	return i == len(p) && j == len(path)
-}
-
-func anyMatch(pats []pathPattern, path []byte) bool {
-	for _, p := range pats {
-		if p.match(path) {
-			return true
-		}
-	}
-	return false
 }

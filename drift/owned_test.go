@@ -1,7 +1,6 @@
 package drift_test
 
 import (
-	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,9 +46,9 @@ func (f form) ensure(t *testing.T, c client.Client, obj client.Object) drift.Out
 	var out drift.Outcome
 	var err error
 	if f.apply {
-		out, err = drift.EnsureApplied(t.Context(), c, obj, withOwner)
+		out, err = drift.NewWriter(c, testOwner).EnsureApplied(t.Context(), obj)
 	} else {
-		out, err = drift.Ensure(t.Context(), c, obj, withOwner)
+		out, err = drift.NewWriter(c, testOwner).Ensure(t.Context(), obj)
 	}
 	if err != nil {
 		t.Fatalf("%s: %v", f.name, err)
@@ -307,9 +306,9 @@ func TestEnsureUnstructuredCustomResourceOfUnknownType(t *testing.T) {
 				u.SetGroupVersionKind(testapi.GroupVersion.WithKind("Widget"))
 				var out drift.Outcome
 				if apply {
-					out, err = drift.EnsureApplied(t.Context(), c, u, withOwner)
+					out, err = drift.NewWriter(c, testOwner).EnsureApplied(t.Context(), u)
 				} else {
-					out, err = drift.Ensure(t.Context(), c, u, withOwner)
+					out, err = drift.NewWriter(c, testOwner).Ensure(t.Context(), u)
 				}
 				if err != nil {
 					t.Fatal(err)
@@ -423,9 +422,9 @@ func TestEnsureAndEnsureAppliedOnAFieldAnotherManagerChanged(t *testing.T) {
 			ensure := func(opts ...drift.Option) error {
 				var err error
 				if apply {
-					_, err = drift.EnsureApplied(t.Context(), c, configMapIn(ns), append(opts, withOwner)...)
+					_, err = drift.NewWriter(c, testOwner).EnsureApplied(t.Context(), configMapIn(ns), opts...)
 				} else {
-					_, err = drift.Ensure(t.Context(), c, configMapIn(ns), append(opts, withOwner)...)
+					_, err = drift.NewWriter(c, testOwner).Ensure(t.Context(), configMapIn(ns), opts...)
 				}
 				return err
 			}
@@ -481,148 +480,6 @@ func TestEnsureNeverRemovesOnePortOfTwoWithOneNumber(t *testing.T) {
 				t.Errorf("ports (-want +got):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestDiffFieldsWeWroteBefore covers the rules on objects as the API server
-// returns them (their managedFields written down from envtest), without a
-// server.
-func TestDiffFieldsWeWroteBefore(t *testing.T) {
-	const (
-		// Created by "reconcilekit" (an Update): the env var LOG, the
-		// label tier, and defaults.
-		ours = `{"f:metadata":{"f:labels":{".":{},"f:app":{},"f:tier":{}}},"f:spec":{"f:progressDeadlineSeconds":{},"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:env":{".":{},"k:{\"name\":\"LOG\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"MODE\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{},"f:memory":{}}}}},"f:dnsPolicy":{}}}}}`
-		// Applied by "reconcilekit": the same without defaults.
-		applied = `{"f:metadata":{"f:labels":{"f:app":{},"f:tier":{}}},"f:spec":{"f:minReadySeconds":{},"f:replicas":{},"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{".":{},"f:env":{"k:{\"name\":\"LOG\"}":{".":{},"f:name":{},"f:value":{}},"k:{\"name\":\"MODE\"}":{".":{},"f:name":{},"f:value":{}}},"f:image":{},"f:name":{}}}}}}}`
-		// Another manager changed LOG's value.
-		theirs = `{"f:spec":{"f:template":{"f:spec":{"f:containers":{"k:{\"name\":\"web\"}":{"f:env":{"k:{\"name\":\"LOG\"}":{"f:value":{}}}}}}}}}`
-	)
-	entry := func(manager, op, fields string) metav1.ManagedFieldsEntry {
-		return metav1.ManagedFieldsEntry{Manager: manager, Operation: metav1.ManagedFieldsOperationType(op), APIVersion: "apps/v1", FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(fields)}
-	}
-	desired := func() *appsv1.Deployment {
-		d := webDeployment()
-		d.Spec.Template.Spec.Containers = d.Spec.Template.Spec.Containers[:1]
-		webContainer(d).Env = webContainer(d).Env[:1] // LOG dropped
-		return d
-	}
-	live := func(entries ...metav1.ManagedFieldsEntry) *appsv1.Deployment {
-		l := defaulted(webDeployment())
-		l.Spec.Template.Spec.Containers = l.Spec.Template.Spec.Containers[:1]
-		l.Labels = map[string]string{"app": "web", "tier": "front"}
-		l.Spec.MinReadySeconds = 5
-		l.ManagedFields = entries
-		return l
-	}
-	const logPath = "spec.template.spec.containers[name=web].env[name=LOG]"
-	tests := []struct {
-		name      string
-		live      *appsv1.Deployment
-		opts      []drift.Option
-		wantPaths []string // typed; unstructured content names map keys that are identifiers as fields
-	}{
-		{name: "another manager's fields are not ours", live: live(entry("kubectl", "Update", ours))},
-		{
-			name:      "Update: list elements and map entries we wrote are drift, defaulted struct fields are not",
-			live:      live(entry(testOwner, "Update", ours)),
-			wantPaths: []string{"metadata.labels[tier]", logPath},
-		},
-		{
-			name:      "Apply: struct fields we applied are drift too",
-			live:      live(entry(testOwner, "Apply", applied)),
-			wantPaths: []string{"metadata.labels[tier]", "spec.minReadySeconds", logPath},
-		},
-		{
-			name:      "WithFieldOwner names whose fields are ours",
-			live:      live(entry("my-controller", "Update", ours)),
-			opts:      []drift.Option{drift.WithFieldOwner("my-controller")},
-			wantPaths: []string{"metadata.labels[tier]", logPath},
-		},
-		{
-			name:      "what another manager owns beneath an element keeps it",
-			live:      live(entry(testOwner, "Update", ours), entry("kubectl", "Update", theirs)),
-			wantPaths: []string{"metadata.labels[tier]"},
-		},
-		{
-			name: "a status entry and another apiVersion's entry are not the main resource's",
-			live: func() *appsv1.Deployment {
-				status, beta := entry(testOwner, "Update", ours), entry(testOwner, "Update", ours)
-				status.Subresource, beta.APIVersion = "status", "apps/v1beta2"
-				return live(status, beta)
-			}(),
-		},
-		{name: "malformed fields remove nothing", live: live(entry(testOwner, "Update", `{"f:spec":[`))},
-		{
-			name:      "IgnorePaths reaches removals",
-			live:      live(entry(testOwner, "Update", ours)),
-			opts:      []drift.Option{drift.IgnorePaths("metadata.labels[tier]", "metadata.labels.tier")},
-			wantPaths: []string{logPath},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			for _, unstr := range []bool{false, true} {
-				if unstr && !json.Valid(tt.live.ManagedFields[0].FieldsV1.GetRawBytes()) {
-					continue // unstructured content holds managedFields decoded
-				}
-				var d, a any = desired(), tt.live
-				if unstr {
-					ud, ua := toUnstructured(t, desired()), toUnstructured(t, tt.live)
-					ua.SetAPIVersion("apps/v1")
-					ua.SetKind("Deployment")
-					d, a = ud, ua
-				}
-				got, err := drift.Diff(d, a, append([]drift.Option{withOwner}, tt.opts...)...)
-				if err != nil {
-					t.Fatal(err)
-				}
-				want := tt.wantPaths
-				if unstr {
-					want = slices.Clone(want)
-					for i := range want {
-						want[i] = strings.ReplaceAll(want[i], "labels[tier]", "labels.tier")
-					}
-				}
-				if diff := cmp.Diff(want, got.Paths); diff != "" {
-					t.Errorf("unstructured=%v: paths (-want +got):\n%s\n%s", unstr, diff, got.Report)
-				}
-			}
-		})
-	}
-}
-
-// TestDiffPodRequestsCopiedFromLimitsAreDefaults: the server copies a Pod's
-// limits into missing requests and records them as the creator's.
-func TestDiffPodRequestsCopiedFromLimitsAreDefaults(t *testing.T) {
-	const created = `{"f:spec":{"f:containers":{"k:{\"name\":\"main\"}":{".":{},"f:name":{},"f:resources":{".":{},"f:limits":{".":{},"f:cpu":{}},"f:requests":{".":{},"f:cpu":{},"f:memory":{}}}}}}}`
-	desired := &corev1.Pod{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{
-		Limits: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")},
-	}}}}}
-	live := desired.DeepCopy()
-	live.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: testOwner, Operation: "Update", APIVersion: "v1", FieldsV1: metav1.NewFieldsV1(created)}}
-	live.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m"), corev1.ResourceMemory: resource.MustParse("1Gi")}
-	for _, unstr := range []bool{false, true} {
-		var d, a any = desired, live
-		if unstr {
-			ud, ua := toUnstructured(t, desired), toUnstructured(t, live)
-			ud.SetAPIVersion("v1")
-			ud.SetKind("Pod")
-			ua.SetAPIVersion("v1")
-			ua.SetKind("Pod")
-			d, a = ud, ua
-		}
-		got, err := drift.Diff(d, a, withOwner)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The memory request was ours and has no limit: drift.
-		want := "spec.containers[name=main].resources.requests[memory]"
-		if unstr {
-			want = "spec.containers[name=main].resources.requests.memory"
-		}
-		if diff := cmp.Diff([]string{want}, got.Paths); diff != "" {
-			t.Errorf("unstructured=%v: paths (-want +got):\n%s", unstr, diff)
-		}
 	}
 }
 

@@ -1,10 +1,11 @@
 package drift
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"reflect"
 	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -14,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
@@ -40,16 +42,13 @@ type takeover struct {
 
 // planTakeover returns what Replaces takes from live in this write, nil for
 // nothing. When the object is the Owner's, the replaced entries are ours
-// whole, and the comparison reads them so (cfg.diff.replaced).
-func planTakeover(cfg *config, live client.Object, apiVersion string, apply bool) *takeover {
+// whole (whole), and the comparison must read them so (compare.Replaced).
+func planTakeover(fieldOwner string, cfg *config, live client.Object, apiVersion string, apply bool) *takeover {
 	if len(cfg.replaces) == 0 {
 		return nil
 	}
-	t := &takeover{owner: cfg.diff.fieldOwner, managers: cfg.replaces, apiVersion: apiVersion, apply: apply}
-	if cfg.owner != nil && ownership.IsControlledBy(live, cfg.owner) {
-		t.whole = true
-		cfg.diff.replaced = replacedSet(cfg.replaces)
-	}
+	t := &takeover{owner: fieldOwner, managers: cfg.replaces, apiVersion: apiVersion, apply: apply}
+	t.whole = cfg.owner != nil && ownership.IsControlledBy(live, cfg.owner)
 	return t
 }
 
@@ -163,10 +162,33 @@ func (t *takeover) targetOf(op metav1.ManagedFieldsOperationType) int {
 	return 1
 }
 
-// decodeEntry parses one entry's fields; malformed input is an error, never
-// a panic.
-func decodeEntry(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
-	return parseFields(&entry{raw: e.FieldsV1.GetRawBytes()})
+// errBadFields stands for a panic while parsing managedFields.
+var errBadFields = errors.New("drift: malformed managedFields")
+
+// decodeEntry parses one entry's fields with structured-merge-diff;
+// malformed input is an error, never a panic.
+func decodeEntry(e *metav1.ManagedFieldsEntry) (s *fieldpath.Set, err error) {
+	defer func() {
+		if r := recover(); r != nil { // malformed input must not take the reconciler down
+			s, err = nil, errBadFields
+		}
+	}()
+	s = &fieldpath.Set{}
+	raw := e.FieldsV1.GetRawBytes()
+	if len(raw) == 0 {
+		return s, nil
+	}
+	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+func union(a, b *fieldpath.Set) *fieldpath.Set {
+	if a == nil {
+		return b
+	}
+	return a.Union(b)
 }
 
 func encodeSet(s *fieldpath.Set) (*metav1.FieldsV1, error) {
@@ -203,9 +225,10 @@ func contentOf(obj client.Object) (map[string]any, error) {
 // setIn reports whether the JSON content sets the field, list element or
 // map entry at p to something other than a zero value: null, "", 0, false
 // and empty lists and maps do not count (desired's zero values are unset,
-// see Diff), so a partial takeover takes less, never more. A list element
-// is found by its key fields (a missing protocol is TCP, as the API
-// defaults it) or its value.
+// see compare.Diff), so a partial takeover takes less, never more. A list
+// element is found by its key fields (a missing field a KeyDefault of
+// compare.KubernetesRules names has its default: a protocol is TCP, as the
+// API defaults it) or its value.
 func setIn(content any, p fieldpath.Path) bool {
 	v := content
 	for _, pe := range p {
@@ -220,8 +243,7 @@ func setIn(content any, p fieldpath.Path) bool {
 					return false
 				}
 				for _, f := range *pe.Key {
-					k := ownedKey{name: f.Name, value: f.Value.Unstructured()}
-					if !k.matches(reflect.ValueOf(m[f.Name])) {
+					if !keyMatches(f.Name, f.Value.Unstructured(), m[f.Name]) {
 						return false
 					}
 				}
@@ -229,7 +251,7 @@ func setIn(content any, p fieldpath.Path) bool {
 			})
 		case pe.Value != nil:
 			want := (*pe.Value).Unstructured()
-			v = elementOf(v, func(e any) bool { return uscalarEqual(want, e, false) })
+			v = elementOf(v, func(e any) bool { return scalarEqual(want, e) })
 		case pe.Index != nil:
 			l, _ := v.([]any)
 			v = nil
@@ -244,6 +266,55 @@ func setIn(content any, p fieldpath.Path) bool {
 		}
 	}
 	return !isZeroJSON(v)
+}
+
+// keyMatches reports whether a list element's key field name, whose value
+// in the element is got (nil when missing), has the value want of a
+// managedFields key; a missing or empty field a KeyDefault of the built-in
+// rules names has its default.
+func keyMatches(name string, want, got any) bool {
+	if got == nil || got == "" {
+		for _, r := range compare.KubernetesRules() {
+			if kd, ok := r.(compare.KeyDefault); ok && kd.Field == name {
+				return want == kd.Value
+			}
+		}
+	}
+	return scalarEqual(want, got)
+}
+
+// scalarEqual compares JSON scalars; numbers compare by value whatever
+// their Go type.
+func scalarEqual(x, y any) bool {
+	if fx, ok := number(x); ok {
+		fy, ok := number(y)
+		return ok && fx == fy
+	}
+	switch x := x.(type) {
+	case nil:
+		return y == nil
+	case string:
+		y, ok := y.(string)
+		return ok && x == y
+	case bool:
+		y, ok := y.(bool)
+		return ok && x == y
+	}
+	return false
+}
+
+func number(v any) (float64, bool) {
+	switch v := v.(type) {
+	case int64:
+		return float64(v), true
+	case int:
+		return float64(v), true
+	case int32:
+		return float64(v), true
+	case float64:
+		return v, true
+	}
+	return 0, false
 }
 
 // elementOf returns the element of the JSON list v that matches, or nil.

@@ -46,7 +46,7 @@ func fieldSets(t testing.TB, entries []metav1.ManagedFieldsEntry) map[string]str
 
 func decoded(t testing.TB, fields string) string {
 	t.Helper()
-	s, err := parseFields(&entry{raw: []byte(fields)})
+	s, err := decodeEntry(&metav1.ManagedFieldsEntry{FieldsV1: &metav1.FieldsV1{Raw: []byte(fields)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func unionOf(t testing.TB, fields ...string) string {
 	t.Helper()
 	u := &fieldpath.Set{}
 	for _, f := range fields {
-		s, err := parseFields(&entry{raw: []byte(f)})
+		s, err := decodeEntry(&metav1.ManagedFieldsEntry{FieldsV1: &metav1.FieldsV1{Raw: []byte(f)}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -176,7 +176,7 @@ func FuzzTakeOverAgreesWithCsaupgrade(f *testing.F) {
 	f.Fuzz(func(t *testing.T, replaced, other, ours []byte) {
 		for _, b := range [][]byte{replaced, other, ours} {
 			if len(b) > 0 {
-				if _, err := parseFields(&entry{raw: b}); err != nil {
+				if _, err := decodeEntry(&metav1.ManagedFieldsEntry{FieldsV1: &metav1.FieldsV1{Raw: b}}); err != nil {
 					return
 				}
 			}
@@ -256,7 +256,7 @@ func FuzzTakeOverAgreesWithCsaupgrade(f *testing.F) {
 }
 
 func empty(t testing.TB, fields []byte) bool {
-	s, err := parseFields(&entry{raw: fields})
+	s, err := decodeEntry(&metav1.ManagedFieldsEntry{FieldsV1: &metav1.FieldsV1{Raw: fields}})
 	if err != nil {
 		t.Fatal(err)
 	}

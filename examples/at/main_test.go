@@ -225,11 +225,11 @@ current-context: ctx
 }
 
 // TestBinaryLetsTheLinkerDropUnusedMethods proves that the At binary, which
-// uses every reconcilekit package but not drift.CmpOptions, calls no
+// uses every reconcilekit package but not compare.CmpOptions, calls no
 // function that looks methods up by reflection. One such call anywhere in a
 // program makes the Go linker keep every exported method of every type it
 // links: go-cmp's made the At binary 62 MB instead of 48 MB and its resident
-// memory 5 MiB larger. The control program calls drift.CmpOptions and
+// memory 5 MiB larger. The control program calls compare.CmpOptions and
 // must show such a call, or this test could not fail.
 func TestBinaryLetsTheLinkerDropUnusedMethods(t *testing.T) {
 	goTool, err := exec.LookPath("go")
@@ -279,6 +279,6 @@ func TestBinaryLetsTheLinkerDropUnusedMethods(t *testing.T) {
 		t.Errorf("the At binary calls functions that look methods up by reflection, so the linker keeps every exported method: %s", strings.Join(got, ", "))
 	}
 	if got := reflective("./testdata/cmpoptions"); len(got) == 0 {
-		t.Error("the control program, which calls drift.CmpOptions, shows no reflective method lookup: the check above cannot fail")
+		t.Error("the control program, which calls compare.CmpOptions, shows no reflective method lookup: the check above cannot fail")
 	}
 }

@@ -7,7 +7,7 @@
 //	step1       + errors and requeue.Policy
 //	step2       + status
 //	step3       + finalizer
-//	step4       + drift.Ensure
+//	step4       + drift.Writer
 //	step5       as a reconcile.Loop, with reconcile.Predicate
 //
 // Each step is a package of its own with its own tests on envtest. The

@@ -46,7 +46,7 @@ func (v *ints) Set(s string) error {
 
 // packageBenchmarks are the packages whose benchmarks `make bench` runs
 // beside the At's, as the Makefile passes them to go test.
-const packageBenchmarks = "./drift/ ./freshness/ ./status/"
+const packageBenchmarks = "./compare/ ./drift/ ./freshness/ ./status/"
 
 var (
 	benchSizes   = ints{20}
@@ -177,14 +177,14 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 		r.WriteString(shardedSection(*cmp.sharded))
 	}
 	if len(diff) > 0 {
-		fmt.Fprintf(&r, "\n## The packages (drift, freshness, status)\n\n")
+		fmt.Fprintf(&r, "\n## The packages (compare, drift, freshness, status)\n\n")
 		fmt.Fprintf(&r, "`go test -run '^$' -bench . -benchmem %s`, in the same run; the benchmarks that talk to an API\n"+
-			"server use envtest. drift: a Deployment as the API server returns it (defaulted) compared with the\n"+
-			"desired one, and Ensure's requests per converged call; freshness: a read through the guard against a plain\n"+
+			"server use envtest. compare: a Deployment as the API server returns it (defaulted) compared with the\n"+
+			"desired one; drift: Ensure's requests per converged call; freshness: a read through the guard against a plain\n"+
 			"client, and the tracker's memory per remembered write; status: the writer's no-op against a deep copy and\n"+
 			"controller-runtime's MergeFrom, and its status encoding against the whole-object encoding it replaced.\n\n"+
 			"Each ratio is the row's ns/op over that of the row named in \"compared with\", so its direction depends on\n"+
-			"the group: in drift's Compare groups that row is `drift.Diff` itself, and a ratio below 1 is an\n"+
+			"the group: in compare's Compare groups that row is `compare.Diff` itself, and a ratio below 1 is an\n"+
 			"alternative *faster* than the library (reflect.DeepEqual, which cannot tell defaulted fields from drift\n"+
 			"nor say what drifted); in the other groups the named row is the alternative, and below 1 favours the library.\n\n", packageBenchmarks)
 		r.WriteString(packageTable(diff))
@@ -516,12 +516,12 @@ func splitLast(name string) (parent, sub string) {
 }
 
 // isBaseline names the sub-benchmarks the others of their group are
-// compared with: for the diff engine, drift.Diff itself (the
+// compared with: for the comparison engine, compare.Diff itself (the
 // alternatives are compared with it); elsewhere what the library's code is
 // measured against (a plain client, a deep copy, controller-runtime's
 // MergeFrom, the status writer's former whole-object encoding).
 func isBaseline(sub string) bool {
-	return sub == "drift.Diff" || sub == "plain" || sub == "whole-object" || strings.HasPrefix(sub, "baseline")
+	return sub == "compare.Diff" || sub == "plain" || sub == "whole-object" || strings.HasPrefix(sub, "baseline")
 }
 
 // vcsRevision is the commit checked out in the repository, from git; test

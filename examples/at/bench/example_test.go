@@ -37,8 +37,8 @@ func ExampleSpread() {
 
 // Folding another package's micro-benchmarks into a report.
 func ExampleParseGoBench() {
-	out := `pkg: github.com/reconcilekit/reconcilekit/drift
-BenchmarkCompareChangedImage/drift.Diff-2      9000    120000 ns/op    50000 B/op    900 allocs/op
+	out := `pkg: github.com/reconcilekit/reconcilekit/compare
+BenchmarkCompareChangedImage/compare.Diff-2      9000    120000 ns/op    50000 B/op    900 allocs/op
 BenchmarkCompareChangedImage/cmp.Diff-2            3000    480000 ns/op   210000 B/op   4100 allocs/op
 PASS`
 	results, err := bench.ParseGoBench(strings.NewReader(out))
@@ -48,9 +48,9 @@ PASS`
 	}
 	base := results[0].Metrics["ns/op"]
 	for _, r := range results {
-		fmt.Printf("%s: %s allocs/op, %s× drift.Diff\n", r.Name, bench.Number(r.Metrics["allocs/op"]), bench.FormatRatio(r.Metrics["ns/op"], base))
+		fmt.Printf("%s: %s allocs/op, %s× compare.Diff\n", r.Name, bench.Number(r.Metrics["allocs/op"]), bench.FormatRatio(r.Metrics["ns/op"], base))
 	}
 	// Output:
-	// BenchmarkCompareChangedImage/drift.Diff: 900 allocs/op, 1.00× drift.Diff
-	// BenchmarkCompareChangedImage/cmp.Diff: 4100 allocs/op, 4.00× drift.Diff
+	// BenchmarkCompareChangedImage/compare.Diff: 900 allocs/op, 1.00× compare.Diff
+	// BenchmarkCompareChangedImage/cmp.Diff: 4100 allocs/op, 4.00× compare.Diff
 }

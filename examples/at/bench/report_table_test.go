@@ -14,7 +14,7 @@ import (
 // nearest group in the same package only, custom units shown, packages named.
 func TestPackageTableComparesEachGroupWithItsBaselineAndKeepsCustomUnits(t *testing.T) {
 	input := strings.Replace(sampleBench, "BenchmarkCompareChangedImage/reflect.DeepEqual-2",
-		"BenchmarkCompareChangedImage/drift.Diff/unstructured-2 1000 240000 ns/op 1 B/op 1 allocs/op\nBenchmarkCompareChangedImage/reflect.DeepEqual-2", 1)
+		"BenchmarkCompareChangedImage/compare.Diff/unstructured-2 1000 240000 ns/op 1 B/op 1 allocs/op\nBenchmarkCompareChangedImage/reflect.DeepEqual-2", 1)
 	results, err := bench.ParseGoBench(strings.NewReader(input + `pkg: github.com/reconcilekit/reconcilekit/status
 BenchmarkWriterNoop/writer-2 1000 2400 ns/op 1072 B/op 3 allocs/op
 BenchmarkWriterNoop/baseline-deepcopy-2 1000 600 ns/op 656 B/op 2 allocs/op
@@ -28,12 +28,12 @@ BenchmarkGet/get/guarded-2 1000 9000 ns/op 1 B/op 1 allocs/op
 	want := []string{
 		"| package | benchmark | ns/op | B/op | allocs/op | other units | compared with | ns/op ÷ that |",
 		"|---|---|---:|---:|---:|---|---|---:|",
-		"| drift | `BenchmarkCompareEqual` | 95012 | 40123 | 812 |  | – | – |",
-		"| drift | `BenchmarkCompareChangedImage/drift.Diff` | 120000 | 50000 | 900 |  | – | – |",
+		"| compare | `BenchmarkCompareEqual` | 95012 | 40123 | 812 |  | – | – |",
+		"| compare | `BenchmarkCompareChangedImage/compare.Diff` | 120000 | 50000 | 900 |  | – | – |",
 		// A nested sub-benchmark takes the nearest group with a baseline.
-		"| drift | `BenchmarkCompareChangedImage/drift.Diff/unstructured` | 240000 | 1 | 1 |  | `drift.Diff` | 2.00 |",
-		"| drift | `BenchmarkCompareChangedImage/reflect.DeepEqual` | 10500.5 | 0 | 0 |  | `drift.Diff` | 0.09 |",
-		"| drift | `BenchmarkCustom` | – | – | – | 3.5 writes/At | – | – |",
+		"| compare | `BenchmarkCompareChangedImage/compare.Diff/unstructured` | 240000 | 1 | 1 |  | `compare.Diff` | 2.00 |",
+		"| compare | `BenchmarkCompareChangedImage/reflect.DeepEqual` | 10500.5 | 0 | 0 |  | `compare.Diff` | 0.09 |",
+		"| compare | `BenchmarkCustom` | – | – | – | 3.5 writes/At | – | – |",
 		"| freshness | `BenchmarkGet/get/plain` | 4467 | 2240 | 32 |  | – | – |",
 		"| freshness | `BenchmarkGet/get/guarded` | 4914 | 2240 | 32 |  | `plain` | 1.10 |",
 		"| freshness | `BenchmarkTrackerMemory` | 6103850 | 6026909 | 50083 | 349.4 B/entry | – | – |",

@@ -126,15 +126,15 @@ func TestSpreadIsTheMedianAndRangeOfRounds(t *testing.T) {
 
 const sampleBench = `goos: linux
 goarch: amd64
-pkg: github.com/reconcilekit/reconcilekit/drift
+pkg: github.com/reconcilekit/reconcilekit/compare
 cpu: Intel(R) Xeon(R) Processor
 BenchmarkCompareEqual-2                     	   12345	     95012 ns/op	   40123 B/op	     812 allocs/op
-BenchmarkCompareChangedImage/drift.Diff-2         	    9000	    120000 ns/op	   50000 B/op	     900 allocs/op
+BenchmarkCompareChangedImage/compare.Diff-2         	    9000	    120000 ns/op	   50000 B/op	     900 allocs/op
 BenchmarkCompareChangedImage/reflect.DeepEqual-2      	  100000	     10500.5 ns/op	       0 B/op	       0 allocs/op
 BenchmarkCustom 10 3.5 writes/At
 BenchmarkLogLine is not a result
 PASS
-ok  	github.com/reconcilekit/reconcilekit/drift	12.3s
+ok  	github.com/reconcilekit/reconcilekit/compare	12.3s
 pkg: github.com/reconcilekit/reconcilekit/freshness
 BenchmarkGet/get/plain-2   	  224664	      4467 ns/op	    2240 B/op	      32 allocs/op
 BenchmarkGet/get/guarded-2 	  257103	      4914 ns/op	    2240 B/op	      32 allocs/op
@@ -143,7 +143,7 @@ PASS
 `
 
 const (
-	driftPkg     = "github.com/reconcilekit/reconcilekit/drift"
+	comparePkg   = "github.com/reconcilekit/reconcilekit/compare"
 	freshnessPkg = "github.com/reconcilekit/reconcilekit/freshness"
 )
 
@@ -153,10 +153,10 @@ func TestParseGoBenchReadsResultLinesOnlyWithTheirPackage(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []bench.GoBench{
-		{Package: driftPkg, Name: "BenchmarkCompareEqual", Iterations: 12345, Metrics: map[string]float64{"ns/op": 95012, "B/op": 40123, "allocs/op": 812}},
-		{Package: driftPkg, Name: "BenchmarkCompareChangedImage/drift.Diff", Iterations: 9000, Metrics: map[string]float64{"ns/op": 120000, "B/op": 50000, "allocs/op": 900}},
-		{Package: driftPkg, Name: "BenchmarkCompareChangedImage/reflect.DeepEqual", Iterations: 100000, Metrics: map[string]float64{"ns/op": 10500.5, "B/op": 0, "allocs/op": 0}},
-		{Package: driftPkg, Name: "BenchmarkCustom", Iterations: 10, Metrics: map[string]float64{"writes/At": 3.5}},
+		{Package: comparePkg, Name: "BenchmarkCompareEqual", Iterations: 12345, Metrics: map[string]float64{"ns/op": 95012, "B/op": 40123, "allocs/op": 812}},
+		{Package: comparePkg, Name: "BenchmarkCompareChangedImage/compare.Diff", Iterations: 9000, Metrics: map[string]float64{"ns/op": 120000, "B/op": 50000, "allocs/op": 900}},
+		{Package: comparePkg, Name: "BenchmarkCompareChangedImage/reflect.DeepEqual", Iterations: 100000, Metrics: map[string]float64{"ns/op": 10500.5, "B/op": 0, "allocs/op": 0}},
+		{Package: comparePkg, Name: "BenchmarkCustom", Iterations: 10, Metrics: map[string]float64{"writes/At": 3.5}},
 		{Package: freshnessPkg, Name: "BenchmarkGet/get/plain", Iterations: 224664, Metrics: map[string]float64{"ns/op": 4467, "B/op": 2240, "allocs/op": 32}},
 		{Package: freshnessPkg, Name: "BenchmarkGet/get/guarded", Iterations: 257103, Metrics: map[string]float64{"ns/op": 4914, "B/op": 2240, "allocs/op": 32}},
 		{Package: freshnessPkg, Name: "BenchmarkTrackerMemory", Iterations: 187, Metrics: map[string]float64{"ns/op": 6103850, "B/entry": 349.4, "B/op": 6026909, "allocs/op": 50083}},

@@ -1,8 +1,8 @@
 // Package step4 is step 4 of the embedding guide (docs/embedding.md): the
-// reconciler of step3 with drift.Ensure in place of the hand-written
-// Get/Create/Update of its children. Ensure compares only the fields the
-// desired object sets, so the fields the API server defaulted are not
-// drift: a converged Website costs no write at all.
+// reconciler of step3 with a drift.Writer's Ensure in place of the
+// hand-written Get/Create/Update of its children. Ensure compares only the
+// fields the desired object sets, so the fields the API server defaulted
+// are not drift: a converged Website costs no write at all.
 package step4
 
 import (
@@ -113,12 +113,11 @@ func (r *WebsiteReconciler) converge(ctx context.Context, site *webv1.Website) e
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site),
-		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
+	children := drift.NewWriter(r.Client, FieldOwner)
+	if _, err := children.Ensure(ctx, desiredDeployment(site), drift.Owner(site), drift.Replaces(ReplacedManager)); err != nil {
 		return fmt.Errorf("deployment: %w", err)
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory),
-		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
+	if _, err := children.Ensure(ctx, desiredRecord(site, r.Directory), drift.Replaces(ReplacedManager)); err != nil {
 		return fmt.Errorf("dns record: %w", err)
 	}
 	return nil

@@ -16,7 +16,7 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, guidetest.CRDs("../config/crd"))
 }
 
-// TestWebsite: with drift.Ensure, server defaults are not drift: a
+// TestWebsite: with a drift.Writer, server defaults are not drift: a
 // converged resync writes nothing at all.
 func TestWebsite(t *testing.T) {
 	guidetest.Test(t, &env, guidetest.Steps[4], guidetest.Expect{

@@ -93,12 +93,11 @@ func (r *WebsiteReconciler) converge(ctx context.Context, site *webv1.Website) (
 		err := fmt.Errorf("spec.hostname %q is not a DNS name: %s", site.Spec.Hostname, strings.Join(errs, "; "))
 		return reconcile.Progress{}, errors.Permanent(errors.WithReason(err, ReasonInvalidHostname))
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredDeployment(site), drift.Owner(site),
-		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
+	children := drift.NewWriter(r.Client, FieldOwner)
+	if _, err := children.Ensure(ctx, desiredDeployment(site), drift.Owner(site), drift.Replaces(ReplacedManager)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("deployment: %w", err)
 	}
-	if _, err := drift.Ensure(ctx, r.Client, desiredRecord(site, r.Directory),
-		drift.WithFieldOwner(FieldOwner), drift.Replaces(ReplacedManager)); err != nil {
+	if _, err := children.Ensure(ctx, desiredRecord(site, r.Directory), drift.Replaces(ReplacedManager)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("dns record: %w", err)
 	}
 	return reconcile.Progress{Reason: "Deployed", Message: "serving " + site.Spec.Hostname}, nil

@@ -4,8 +4,8 @@
 //   - reconcile.Loop runs the fetch / finalizer / status / requeue steps;
 //     this file only says what an At means and how far along it is (sync).
 //   - requeue.At waits for the schedule: no polling, no sleeping.
-//   - drift.Ensure creates the one Pod, owned by the At, and writes
-//     nothing when it already exists.
+//   - a drift.Writer's Ensure creates the one Pod, owned by the At, and
+//     writes nothing when it already exists.
 //   - errors.Permanent turns a schedule that cannot be parsed into a
 //     Stalled condition and one Warning event instead of a retry loop.
 //   - finalizer deletes a running Pod when its At is deleted.
@@ -285,7 +285,7 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 			return reconcile.Progress{}, err
 		}
 	}
-	outcome, err := drift.Ensure(ctx, r.client, pod, drift.Owner(at), drift.WithFieldOwner(Name))
+	outcome, err := drift.NewWriter(r.client, Name).Ensure(ctx, pod, drift.Owner(at))
 	if apierrors.IsAlreadyExists(err) && r.shard != nil {
 		// Not in this replica's cache, yet there: a Pod created before the
 		// controller ran sharded, without the label.

@@ -1,5 +1,5 @@
 // Command cmpoptions is the control of TestBinaryLetsTheLinkerDropUnusedMethods:
-// a program that asks drift.Diff for go-cmp options, and so links
+// a program that asks compare.Diff for go-cmp options, and so links
 // go-cmp's reflective method lookups.
 package main
 
@@ -10,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/reconcilekit/reconcilekit/drift"
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
 func main() {
 	desired := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "a"}, Data: map[string]string{"k": "v"}}
-	c, err := drift.Diff(desired, &corev1.ConfigMap{}, drift.CmpOptions(cmpopts.EquateEmpty()))
+	c, err := compare.Diff(desired, &corev1.ConfigMap{}, compare.CmpOptions(cmpopts.EquateEmpty()))
 	fmt.Println(c.Paths, err)
 }

@@ -45,7 +45,7 @@ var Steps = []Step{{
 	},
 }, {
 	Package: "step4",
-	Adopts:  "`drift.Ensure`",
+	Adopts:  "`drift.Writer`",
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
 		r := &step4.WebsiteReconciler{Client: mgr.GetClient(), APIReader: mgr.GetAPIReader(), Scheme: mgr.GetScheme(), Directory: directory}
 		return r.Watches(mgr).Complete(wrap(r))

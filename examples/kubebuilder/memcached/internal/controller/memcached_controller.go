@@ -115,8 +115,8 @@ func (r *MemcachedReconciler) converge(ctx context.Context, memcached *cachev1al
 		return reconcile.Progress{}, errors.Permanent(errors.WithReason(
 			fmt.Errorf("Failed to create Deployment for the custom resource (%s): (%w)", memcached.Name, err), "Reconciling"))
 	}
-	if _, err := drift.Ensure(ctx, r.Client, dep, drift.Owner(memcached),
-		drift.WithFieldOwner(fieldOwner), drift.Replaces(replacedManager)); err != nil {
+	if _, err := drift.NewWriter(r.Client, fieldOwner).Ensure(ctx, dep, drift.Owner(memcached),
+		drift.Replaces(replacedManager)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("deployment: %w", err)
 	}
 	return reconcile.Progress{Reason: "Reconciling", Message: fmt.Sprintf(

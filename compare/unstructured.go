@@ -1,4 +1,4 @@
-package drift
+package compare
 
 import (
 	"math"
@@ -85,8 +85,8 @@ func (w *walker) jsonObject(d, a map[string]any, m mode, quantity bool) bool {
 			if w.own = own.field(k); w.own != nil {
 				w.jt = childType(jt, m, k)
 			}
-			if w.pod && k == "requests" {
-				w.protect = d["limits"]
+			if r := w.copiedInto(k); r != nil {
+				w.protect = d[r.From]
 			}
 		}
 		ok := w.ignored() || w.jsonEntry(a, k, dv, sub, quantity || k == "sizeLimit")

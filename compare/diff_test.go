@@ -1,4 +1,4 @@
-package drift_test
+package compare_test
 
 import (
 	"errors"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 
-	"github.com/reconcilekit/reconcilekit/drift"
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
 // webDeployment is a realistic desired Deployment: two containers with
@@ -95,7 +95,7 @@ func TestDiffTyped(t *testing.T) {
 		name      string
 		desired   func(*appsv1.Deployment)
 		actual    func(*appsv1.Deployment)
-		opts      []drift.Option
+		opts      []compare.Option
 		wantPaths []string
 	}{
 		{name: "server defaults, metadata and status are not drift"},
@@ -124,7 +124,7 @@ func TestDiffTyped(t *testing.T) {
 			actual: func(a *appsv1.Deployment) {
 				a.Spec.Template.Spec.Containers = append(a.Spec.Template.Spec.Containers, corev1.Container{Name: "injected", Image: "proxy"})
 			},
-			opts:      []drift.Option{drift.Own("spec.template.spec.containers")},
+			opts:      []compare.Option{compare.Own("spec.template.spec.containers")},
 			wantPaths: []string{"spec.template.spec.containers[name=injected]"},
 		},
 		{
@@ -188,7 +188,7 @@ func TestDiffTyped(t *testing.T) {
 			actual: func(a *appsv1.Deployment) {
 				a.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists, TolerationSeconds: ptr.To[int64](300)}}
 			},
-			opts: []drift.Option{drift.IgnorePaths("spec.template.spec.tolerations[*].tolerationSeconds")},
+			opts: []compare.Option{compare.IgnorePaths("spec.template.spec.tolerations[*].tolerationSeconds")},
 		},
 		{
 			name: "an owned unkeyed list is compared whole",
@@ -201,7 +201,7 @@ func TestDiffTyped(t *testing.T) {
 					{Key: "extra", Operator: corev1.TolerationOpExists},
 				}
 			},
-			opts:      []drift.Option{drift.Own("spec.template.spec.tolerations")},
+			opts:      []compare.Option{compare.Own("spec.template.spec.tolerations")},
 			wantPaths: []string{"spec.template.spec.tolerations"},
 		},
 		{
@@ -236,7 +236,7 @@ func TestDiffTyped(t *testing.T) {
 		{
 			name:      "extra labels are drift when desired owns the map",
 			actual:    func(a *appsv1.Deployment) { a.Labels = map[string]string{"app": "web", "team": "x"} },
-			opts:      []drift.Option{drift.Own("metadata.labels")},
+			opts:      []compare.Option{compare.Own("metadata.labels")},
 			wantPaths: []string{"metadata.labels[team]"},
 		},
 		{
@@ -260,7 +260,7 @@ func TestDiffTyped(t *testing.T) {
 		{
 			name:      "status is drift with CompareStatus",
 			desired:   func(d *appsv1.Deployment) { d.Status.Replicas = 3 },
-			opts:      []drift.Option{drift.CompareStatus()},
+			opts:      []compare.Option{compare.CompareStatus()},
 			wantPaths: []string{"status.replicas"},
 		},
 		{
@@ -275,12 +275,12 @@ func TestDiffTyped(t *testing.T) {
 		{
 			name:    "IgnorePaths with a wildcard skips every element's field",
 			desired: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "nginx:1.26" },
-			opts:    []drift.Option{drift.IgnorePaths("spec.template.spec.containers[*].image")},
+			opts:    []compare.Option{compare.IgnorePaths("spec.template.spec.containers[*].image")},
 		},
 		{
 			name:    "CmpOptions overrule a difference",
 			desired: func(d *appsv1.Deployment) { d.Spec.Template.Spec.Containers[0].Image = "NGINX:1.25" },
-			opts: []drift.Option{drift.CmpOptions(cmp.Comparer(func(x, y string) bool {
+			opts: []compare.Option{compare.CmpOptions(cmp.Comparer(func(x, y string) bool {
 				return strings.EqualFold(x, y)
 			}))},
 		},
@@ -301,7 +301,7 @@ func TestDiffTyped(t *testing.T) {
 			desired: func(d *appsv1.Deployment) {
 				d.OwnerReferences = []metav1.OwnerReference{{UID: "2", Name: "p", Kind: "K", APIVersion: "v1"}}
 			},
-			opts:      []drift.Option{drift.CompareOwnerReferences()},
+			opts:      []compare.Option{compare.CompareOwnerReferences()},
 			wantPaths: []string{"metadata.ownerReferences[uid=2]"},
 		},
 		{
@@ -312,7 +312,7 @@ func TestDiffTyped(t *testing.T) {
 			actual: func(a *appsv1.Deployment) {
 				a.Spec.Template.Spec.Tolerations = []corev1.Toleration{{Key: "b", Value: "2"}, {Key: "a", Value: "1"}}
 			},
-			opts: []drift.Option{drift.ListKey("spec.template.spec.tolerations", "key")},
+			opts: []compare.Option{compare.ListKey("spec.template.spec.tolerations", "key")},
 		},
 	}
 	for _, tt := range tests {
@@ -325,7 +325,7 @@ func TestDiffTyped(t *testing.T) {
 			if tt.actual != nil {
 				tt.actual(actual)
 			}
-			got, err := drift.Diff(desired, actual, tt.opts...)
+			got, err := kdiff(desired, actual, tt.opts...)
 			if err != nil {
 				t.Fatalf("Diff: %v", err)
 			}
@@ -353,13 +353,13 @@ func TestDiffQuantityAndTimeCompareSemantically(t *testing.T) {
 	}
 	desired := &obj{Size: resource.MustParse("1Gi"), At: metav1.NewTime(now), Micro: metav1.NewMicroTime(now.Add(100 * time.Nanosecond)), Opt: ptr.To(resource.MustParse("0"))}
 	actual := &obj{Size: resource.MustParse("1024Mi"), At: metav1.NewTime(now.Truncate(time.Second)), Micro: metav1.NewMicroTime(now), Opt: ptr.To(resource.MustParse("0m"))}
-	got, err := drift.Diff(desired, actual)
+	got, err := kdiff(desired, actual)
 	if err != nil || !got.Equal {
 		t.Fatalf("Diff = %v, %v; want equal: 1Gi = 1024Mi, times equal at wire precision", got, err)
 	}
 	actual.At = metav1.NewTime(now.Add(time.Second))
 	actual.Opt = ptr.To(resource.MustParse("1"))
-	got, err = drift.Diff(desired, actual)
+	got, err = kdiff(desired, actual)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +382,7 @@ func TestDiffUnstructured(t *testing.T) {
 		name      string
 		desired   map[string]any
 		actual    map[string]any
-		opts      []drift.Option
+		opts      []compare.Option
 		wantPaths []string
 	}{
 		{
@@ -441,7 +441,7 @@ func TestDiffUnstructured(t *testing.T) {
 			name:      "ListKey declares the key of a list",
 			desired:   map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(80), "target": int64(8080)}, map[string]any{"port": int64(443), "target": int64(8443)}}}},
 			actual:    map[string]any{"spec": map[string]any{"ports": []any{map[string]any{"port": int64(443), "target": int64(8443)}, map[string]any{"port": int64(80), "target": int64(8081)}}}},
-			opts:      []drift.Option{drift.ListKey("spec.ports", "port")},
+			opts:      []compare.Option{compare.ListKey("spec.ports", "port")},
 			wantPaths: []string{"spec.ports[port=80].target"},
 		},
 		{
@@ -454,20 +454,20 @@ func TestDiffUnstructured(t *testing.T) {
 			name:      "owned map in unstructured",
 			desired:   map[string]any{"data": map[string]any{"a": "1"}},
 			actual:    map[string]any{"data": map[string]any{"a": "1", "b": "2"}},
-			opts:      []drift.Option{drift.Own("data")},
+			opts:      []compare.Option{compare.Own("data")},
 			wantPaths: []string{"data.b"},
 		},
 		{
 			name:    "an owned empty map equals an absent one",
 			desired: map[string]any{"data": map[string]any{}},
 			actual:  map[string]any{"kind": "ConfigMap"},
-			opts:    []drift.Option{drift.Own("data")},
+			opts:    []compare.Option{compare.Own("data")},
 		},
 		{
 			name:      "an owned empty map is drift against keys",
 			desired:   map[string]any{"data": map[string]any{}},
 			actual:    map[string]any{"data": map[string]any{"x": "1"}},
-			opts:      []drift.Option{drift.Own("data")},
+			opts:      []compare.Option{compare.Own("data")},
 			wantPaths: []string{"data.x"},
 		},
 		{
@@ -478,7 +478,7 @@ func TestDiffUnstructured(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := drift.Diff(&unstructured.Unstructured{Object: tt.desired}, &unstructured.Unstructured{Object: tt.actual}, tt.opts...)
+			got, err := kdiff(&unstructured.Unstructured{Object: tt.desired}, &unstructured.Unstructured{Object: tt.actual}, tt.opts...)
 			if err != nil {
 				t.Fatalf("Diff: %v", err)
 			}
@@ -496,7 +496,7 @@ func TestDiffTypedAgainstUnstructuredUsesTheSamePaths(t *testing.T) {
 	desired := webDeployment()
 	desired.Spec.Template.Spec.Containers[0].Image = "nginx:1.26"
 	actual := toUnstructured(t, defaulted(webDeployment()))
-	got, err := drift.Diff(desired, actual)
+	got, err := kdiff(desired, actual)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -513,7 +513,7 @@ func TestDiffReportShowsActualThenDesired(t *testing.T) {
 	tests := []struct {
 		name            string
 		desired, actual any
-		opts            []drift.Option
+		opts            []compare.Option
 		want            string
 	}{
 		{
@@ -536,7 +536,7 @@ func TestDiffReportShowsActualThenDesired(t *testing.T) {
 			name:    "a null value an owned map should not have: null, not nothing",
 			desired: &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"a": "1"}}},
 			actual:  &unstructured.Unstructured{Object: map[string]any{"data": map[string]any{"a": "1", "b": nil}}},
-			opts:    []drift.Option{drift.Own("data")},
+			opts:    []compare.Option{compare.Own("data")},
 			want:    "data.b:\n- null\n",
 		},
 		{
@@ -548,7 +548,7 @@ func TestDiffReportShowsActualThenDesired(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := drift.Diff(tt.desired, tt.actual, tt.opts...)
+			got, err := kdiff(tt.desired, tt.actual, tt.opts...)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -566,20 +566,20 @@ func TestDiffBadInput(t *testing.T) {
 	tests := []struct {
 		name            string
 		desired, actual any
-		opts            []drift.Option
+		opts            []compare.Option
 		wantErr         error
 	}{
-		{name: "nil", desired: nil, actual: webDeployment(), wantErr: drift.ErrNotComparable},
-		{name: "nil pointer", desired: (*appsv1.Deployment)(nil), actual: webDeployment(), wantErr: drift.ErrNotComparable},
-		{name: "different types", desired: webDeployment(), actual: &corev1.Service{}, wantErr: drift.ErrNotComparable},
-		{name: "unstructured against a non-struct", desired: &unstructured.Unstructured{}, actual: "x", wantErr: drift.ErrNotComparable},
-		{name: "empty ignore path", desired: webDeployment(), actual: webDeployment(), opts: []drift.Option{drift.IgnorePaths("")}, wantErr: drift.ErrInvalidPath},
-		{name: "unbalanced bracket", desired: webDeployment(), actual: webDeployment(), opts: []drift.Option{drift.Own("metadata.labels[x")}, wantErr: drift.ErrInvalidPath},
-		{name: "empty list key", desired: webDeployment(), actual: webDeployment(), opts: []drift.Option{drift.ListKey("spec.x", "")}, wantErr: drift.ErrInvalidPath},
+		{name: "nil", desired: nil, actual: webDeployment(), wantErr: compare.ErrNotComparable},
+		{name: "nil pointer", desired: (*appsv1.Deployment)(nil), actual: webDeployment(), wantErr: compare.ErrNotComparable},
+		{name: "different types", desired: webDeployment(), actual: &corev1.Service{}, wantErr: compare.ErrNotComparable},
+		{name: "unstructured against a non-struct", desired: &unstructured.Unstructured{}, actual: "x", wantErr: compare.ErrNotComparable},
+		{name: "empty ignore path", desired: webDeployment(), actual: webDeployment(), opts: []compare.Option{compare.IgnorePaths("")}, wantErr: compare.ErrInvalidPath},
+		{name: "unbalanced bracket", desired: webDeployment(), actual: webDeployment(), opts: []compare.Option{compare.Own("metadata.labels[x")}, wantErr: compare.ErrInvalidPath},
+		{name: "empty list key", desired: webDeployment(), actual: webDeployment(), opts: []compare.Option{compare.ListKey("spec.x", "")}, wantErr: compare.ErrInvalidPath},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := drift.Diff(tt.desired, tt.actual, tt.opts...)
+			_, err := kdiff(tt.desired, tt.actual, tt.opts...)
 			if !errors.Is(err, tt.wantErr) {
 				t.Errorf("err = %v, want %v", err, tt.wantErr)
 			}

@@ -1,4 +1,4 @@
-package drift
+package compare_test
 
 import (
 	"encoding/json"
@@ -9,12 +9,15 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
+
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
-// FuzzOverlayLeavesNoDrift: what Ensure patches is actual with desired's
-// drift written over it (the overlay, removals of fields we wrote before
-// included); comparing desired with that must find no drift left, for
-// typed and unstructured objects alike.
+// FuzzOverlayLeavesNoDrift: what package drift's Ensure patches is actual
+// with desired's drift written over it (Overlay, removals of fields we
+// wrote before included); comparing desired with that must find no drift
+// left, for typed and unstructured objects alike, with and without a field
+// owner.
 func FuzzOverlayLeavesNoDrift(f *testing.F) {
 	y, err := os.ReadFile("testdata/deployment-defaulted.yaml")
 	if err != nil {
@@ -44,16 +47,17 @@ func FuzzOverlayLeavesNoDrift(f *testing.F) {
 
 func overlayConverges(t *testing.T, desired, live client.Object) {
 	t.Helper()
-	var cfg diffConfig
-	merged := live.DeepCopyObject().(client.Object)
-	if err := overlay(&cfg, desired, merged); err != nil {
-		t.Fatal(err)
-	}
-	c, err := diff(&cfg, desired, merged)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !c.Equal {
-		t.Fatalf("drift left after the overlay:\n%s", c.Report)
+	for _, opts := range [][]compare.Option{nil, kube, append(kube[:len(kube):len(kube)], withOwner)} {
+		merged := live.DeepCopyObject().(client.Object)
+		if err := compare.Overlay(desired.DeepCopyObject(), merged, opts...); err != nil {
+			t.Fatal(err)
+		}
+		c, err := compare.Diff(desired, merged, opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !c.Equal {
+			t.Fatalf("drift left after the overlay (%d options):\n%s", len(opts), c.Report)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package drift_test
+package compare_test
 
 import (
 	"encoding/json"
@@ -14,7 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/reconcilekit/reconcilekit/drift"
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
 func deploymentSeeds(f *testing.F) [][]byte {
@@ -42,10 +42,10 @@ func deploymentSeeds(f *testing.F) [][]byte {
 // field rules with whatever managedFields they make up.
 func owners(obj interface {
 	GetManagedFields() []metav1.ManagedFieldsEntry
-}) [][]drift.Option {
-	out := [][]drift.Option{nil}
+}) [][]compare.Option {
+	out := [][]compare.Option{nil}
 	for _, mf := range obj.GetManagedFields() {
-		out = append(out, []drift.Option{drift.WithFieldOwner(mf.Manager)})
+		out = append(out, []compare.Option{compare.WithFieldOwner(mf.Manager)})
 	}
 	return out
 }
@@ -53,10 +53,10 @@ func owners(obj interface {
 // checkInvariants asserts what must hold for any inputs: no error for
 // comparable inputs, x equals itself and its copy, Equal iff no paths,
 // sorted paths, a report exactly when there is drift, same answer twice.
-func checkInvariants(t *testing.T, x, y, xCopy any, opts ...drift.Option) {
+func checkInvariants(t *testing.T, x, y, xCopy any, opts ...compare.Option) {
 	t.Helper()
 	for _, pair := range [][2]any{{x, x}, {x, xCopy}} {
-		got, err := drift.Diff(pair[0], pair[1], opts...)
+		got, err := kdiff(pair[0], pair[1], opts...)
 		if err != nil {
 			t.Fatalf("Diff(x, x): %v", err)
 		}
@@ -64,7 +64,7 @@ func checkInvariants(t *testing.T, x, y, xCopy any, opts ...drift.Option) {
 			t.Fatalf("Diff(x, x) not equal:\n%s", got.Report)
 		}
 	}
-	got, err := drift.Diff(x, y, opts...)
+	got, err := kdiff(x, y, opts...)
 	if err != nil {
 		t.Fatalf("Diff(x, y): %v", err)
 	}
@@ -74,7 +74,7 @@ func checkInvariants(t *testing.T, x, y, xCopy any, opts ...drift.Option) {
 	if !slices.IsSorted(got.Paths) {
 		t.Fatalf("paths not sorted: %q", got.Paths)
 	}
-	again, _ := drift.Diff(x, y, opts...)
+	again, _ := kdiff(x, y, opts...)
 	if diff := cmp.Diff(got.Paths, again.Paths); diff != "" || got.Report != again.Report {
 		t.Fatalf("second Diff differs (-first +second):\n%s", diff)
 	}
@@ -95,13 +95,13 @@ func FuzzDiffTyped(f *testing.F) {
 		for _, owner := range owners(&y) {
 			checkInvariants(t, &x, &y, x.DeepCopy(), owner...)
 		}
-		if _, err := drift.Diff(&x, &y, drift.Own(path), drift.Own(path), drift.IgnorePaths(path+"[*]"), drift.ListKey(path, "image")); err != nil {
-			if !errors.Is(err, drift.ErrInvalidPath) {
+		if _, err := kdiff(&x, &y, compare.Own(path), compare.Own(path), compare.IgnorePaths(path+"[*]"), compare.ListKey(path, "image")); err != nil {
+			if !errors.Is(err, compare.ErrInvalidPath) {
 				t.Fatalf("bad path %q: %v, want ErrInvalidPath", path, err)
 			}
 			return
 		}
-		checkInvariants(t, &x, &y, x.DeepCopy(), drift.Own(path), drift.Own(path), drift.IgnorePaths(path+"[*]"))
+		checkInvariants(t, &x, &y, x.DeepCopy(), compare.Own(path), compare.Own(path), compare.IgnorePaths(path+"[*]"))
 	})
 }
 
@@ -122,9 +122,9 @@ func FuzzDiffUnstructured(f *testing.F) {
 				checkInvariants(t, ux, uy, ux.DeepCopy(), owner...)
 			}
 		}
-		opts := []drift.Option{drift.Own(path), drift.Own(path), drift.ListKey(path, "name")}
-		if _, err := drift.Diff(ux, uy, opts...); err != nil {
-			if !errors.Is(err, drift.ErrInvalidPath) {
+		opts := []compare.Option{compare.Own(path), compare.Own(path), compare.ListKey(path, "name")}
+		if _, err := kdiff(ux, uy, opts...); err != nil {
+			if !errors.Is(err, compare.ErrInvalidPath) {
 				t.Fatalf("bad path %q: %v, want ErrInvalidPath", path, err)
 			}
 			return

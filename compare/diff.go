@@ -1,10 +1,11 @@
-package drift
+package compare
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"reflect"
 	"slices"
 	"strings"
@@ -13,16 +14,16 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 )
 
-// ErrNotComparable is returned (wrapped) by [Diff] when desired and actual
-// cannot be compared: nil, or of different types that are not an object and
-// its [unstructured.Unstructured] form.
+// ErrNotComparable is returned (wrapped) by [Diff] and [Overlay] when
+// desired and actual cannot be compared: nil, or of different types that are
+// not an object and its [unstructured.Unstructured] form.
 //
 // [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
-var ErrNotComparable = errors.New("drift: values are not comparable")
+var ErrNotComparable = errors.New("compare: values are not comparable")
 
-// ErrInvalidPath is returned (wrapped) by [Diff] and [Ensure] when a path
+// ErrInvalidPath is returned (wrapped) by [Diff] and [Overlay] when a path
 // given to an option such as [IgnorePaths] cannot be parsed.
-var ErrInvalidPath = errors.New("drift: invalid path")
+var ErrInvalidPath = errors.New("compare: invalid path")
 
 // Comparison is the outcome of [Diff]: whether actual already has everything
 // desired sets and, when not, where and how it differs.
@@ -49,12 +50,36 @@ func (c Comparison) String() string {
 	return c.Report
 }
 
+// Fingerprint identifies the drift: a hash of the drifted paths and of the
+// desired values at them, not the actual ones. Two comparisons whose drift
+// would be written the same way have the same fingerprint, so a drift that
+// keeps coming back is recognised (package drift's HotLoopDetector) while a
+// desired object that changed is not taken for it. It is 0 when Equal.
+func (c Comparison) Fingerprint() uint64 {
+	if c.Equal {
+		return 0
+	}
+	h := fnv.New64a()
+	for _, d := range c.drifts {
+		h.Write([]byte(d.path))
+		h.Write([]byte{0})
+		b, err := json.Marshal(d.desired)
+		if err != nil {
+			b = fmt.Appendf(nil, "%v", d.desired)
+		}
+		h.Write(b)
+		h.Write([]byte{0})
+	}
+	return h.Sum64()
+}
+
 // Diff compares desired against actual and reports drift: the fields desired
 // sets that actual lacks or holds with another value.
 //
 // desired and actual are API objects of the same Go type (usually pointers
 // to typed objects), or [unstructured.Unstructured] (either side may be
-// unstructured while the other is typed). The rules:
+// unstructured while the other is typed), or any two values of one Go type
+// (two specs, say). The rules:
 //
 //   - A field desired leaves at its zero value ("", 0, false, nil, an empty
 //     list or map, a zero Quantity or time) is not set, so it is never drift:
@@ -70,13 +95,14 @@ func (c Comparison) String() string {
 //   - Lists whose Go field declares a patchMergeKey (containers and env by
 //     name, container ports by containerPort, service ports by port, ...)
 //     are matched by that key: order and extra elements in actual are not
-//     drift, a desired element missing from actual is. Ports are paired by
-//     number and protocol (53/UDP and 53/TCP are two elements), as the API
-//     keys them. Other lists of structs (tolerations, ...) are sets that
-//     desired must be part of: each desired element must equal a distinct
-//     actual element, in any order, so elements an admission plugin added
-//     are not drift; a missing one is drift of the whole list. Lists of
-//     scalars (args, command) are one value: same length, same order.
+//     drift, a desired element missing from actual is. With the
+//     [KubernetesRules], ports are paired by number and protocol (53/UDP
+//     and 53/TCP are two elements), as the API keys them. Other lists of
+//     structs (tolerations, ...) are sets that desired must be part of: each
+//     desired element must equal a distinct actual element, in any order, so
+//     elements an admission plugin added are not drift; a missing one is
+//     drift of the whole list. Lists of scalars (args, command) are one
+//     value: same length, same order.
 //   - Maps: desired's keys must be present with equal values; extra keys in
 //     actual are not drift unless [Own] says so.
 //   - Fields we wrote before: what the field owner ([WithFieldOwner]) owns
@@ -100,38 +126,67 @@ func (c Comparison) String() string {
 // form says "data[mode]"), others in brackets ("metadata.labels[app.kubernetes.io/name]").
 // Path options must use the form of the content they apply to.
 //
-// Deciding allocates little and does not use go-cmp (unless [CmpOptions] asks
-// for it); only when there is drift does Diff walk again to collect paths and
-// explain them, each drifted value as JSON.
+// Diff is a pure function of its arguments: it reads no clock, no client
+// and no global scheme ([WithScheme] passes one), and it never changes
+// desired or actual. Deciding allocates little and does not use go-cmp
+// (unless [CmpOptions] asks for it); only when there is drift does Diff walk
+// again to collect paths and explain them, each drifted value as JSON.
+//
+// [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
 func Diff(desired, actual any, opts ...Option) (Comparison, error) {
-	var cfg config
-	for _, o := range opts {
-		o(&cfg)
+	var cfg options
+	cfg.apply(opts)
+	if cfg.err != nil {
+		return Comparison{}, cfg.err
 	}
-	if cfg.diff.err != nil {
-		return Comparison{}, cfg.diff.err
-	}
-	return diff(&cfg.diff, desired, actual)
-}
-
-func diff(cfg *diffConfig, desired, actual any) (Comparison, error) {
 	ops, err := operands(desired, actual)
 	if err != nil {
 		return Comparison{}, err
 	}
-	ops.owners(cfg, actual)
+	ops.owners(&cfg, actual)
 	var buf [128]byte
-	w := newWalker(cfg, &ops, false, false, buf[:0])
+	w := newWalker(&cfg, &ops, false, false, buf[:0])
 	if w.root(&ops) {
 		return Comparison{Equal: true}, nil
 	}
-	w = newWalker(cfg, &ops, true, false, buf[:0])
+	w = newWalker(&cfg, &ops, true, false, buf[:0])
 	if w.root(&ops) || len(w.drifts) == 0 {
 		// Deciding and explaining follow the same rules; reaching this
 		// means they disagree, which the fuzz tests guard against.
 		return Comparison{Equal: true}, nil
 	}
 	return explain(w.drifts), nil
+}
+
+// Overlay writes into actual what [Diff] with the same options reports as
+// drift: desired's value at every drifted path, and the removal of what is
+// ours to drop ([Own], [WithFieldOwner]). Afterwards Diff finds no drift, and
+// a patch from the object actual was to what it is now carries exactly the
+// drift: package drift's Ensure builds its patches so.
+//
+// actual must be a pointer to a typed object or an
+// [unstructured.Unstructured], and it is changed in place: pass a copy of
+// the live object. It may share memory with desired afterwards (maps, lists,
+// pointers desired holds), so copy desired first if either will change.
+//
+// [unstructured.Unstructured]: https://pkg.go.dev/k8s.io/apimachinery/pkg/apis/meta/v1/unstructured#Unstructured
+func Overlay(desired, actual any, opts ...Option) error {
+	var cfg options
+	cfg.apply(opts)
+	if cfg.err != nil {
+		return cfg.err
+	}
+	p, err := operands(desired, actual)
+	if err != nil {
+		return err
+	}
+	if !p.unstr && !p.av.CanSet() {
+		return fmt.Errorf("%w: Overlay changes actual, which must be a pointer, not a %T", ErrNotComparable, actual)
+	}
+	p.owners(&cfg, actual)
+	w := newWalker(&cfg, &p, true, true, nil)
+	w.root(&p)
+	return nil
 }
 
 // pair is the normalized inputs of a comparison: both reflect values of one
@@ -142,33 +197,30 @@ type pair struct {
 	dv, av reflect.Value
 	dm, am map[string]any
 
-	own *ownedNode
-	pod bool
-	jt  reflect.Type // Go type of the unstructured content's kind, if known
+	own    *ownedNode
+	copied []CopiedDefault // the rules of actual's kind
+	jt     reflect.Type    // Go type of the unstructured content's kind, if known
 }
 
 // owners finds what our field owner owns in actual: nothing without one.
-func (p *pair) owners(cfg *diffConfig, actual any) {
+func (p *pair) owners(cfg *options, actual any) {
 	if cfg.fieldOwner == "" {
 		return
 	}
-	q := ownedQuery{owner: cfg.fieldOwner, replaced: cfg.replaced, applyOnly: cfg.applyOnly, apiVersion: cfg.apiVersion}
+	q := ownedQuery{owner: cfg.fieldOwner, replaced: cfg.replaced, applyOnly: cfg.applyOnly}
+	gvk, jt := kindOf(cfg.scheme, actual, p.am)
+	if !gvk.Empty() {
+		q.apiVersion = apiVersionOf(gvk.GroupVersion())
+	}
 	if p.unstr {
-		if q.apiVersion == "" {
-			q.apiVersion, _ = p.am["apiVersion"].(string)
-		}
-		if p.own = ownedFor(&q, nil, p.am); p.own != nil {
-			p.jt, p.pod = kindOf(p.am)
-			if cfg.kindType != nil {
-				p.jt = cfg.kindType
-			}
-		}
-		return
+		p.own = ownedFor(&q, nil, p.am)
+	} else {
+		p.own = ownedFor(&q, actual, nil)
 	}
-	if q.apiVersion == "" {
-		q.apiVersion = apiVersionOf(p.av.Type())
+	if p.own != nil {
+		p.jt = jt
+		p.copied = copiedFor(cfg.copied, gvk)
 	}
-	p.own, p.pod = ownedFor(&q, actual, nil), p.av.Type() == podType
 }
 
 // operands normalizes the inputs.

@@ -1,10 +1,11 @@
-package drift
+package compare
 
 import (
 	"bytes"
 	"encoding/json"
 	"errors"
 	"hash/maphash"
+	"maps"
 	"math"
 	"reflect"
 	"slices"
@@ -12,11 +13,9 @@ import (
 	"sync"
 	"sync/atomic"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 )
 
@@ -112,8 +111,9 @@ func (o *ownedNode) kidsFor(t reflect.Type) []*ownedNode {
 }
 
 // elemFor returns our element matching the list element e by its key fields
-// (a missing or empty protocol is TCP, as the API defaults it) or value.
-func (o *ownedNode) elemFor(e reflect.Value) *ownedElem {
+// (a missing or empty field a KeyDefault names has its default: a protocol
+// is TCP, as the API defaults it) or value.
+func (o *ownedNode) elemFor(e reflect.Value, keys []KeyDefault) *ownedElem {
 	if o == nil || len(o.elems) == 0 {
 		return nil
 	}
@@ -125,7 +125,7 @@ func (o *ownedNode) elemFor(e reflect.Value) *ownedElem {
 		ti = infoFor(e.Type())
 	}
 	for i := range o.elems {
-		if o.elems[i].matches(e, ti) {
+		if o.elems[i].matches(e, ti, keys) {
 			return &o.elems[i]
 		}
 	}
@@ -141,7 +141,7 @@ func (oe *ownedElem) nodeOrNil() *ownedNode {
 }
 
 // matches reports whether e (a struct of type ti, or JSON) is the element.
-func (oe *ownedElem) matches(e reflect.Value, ti *typeInfo) bool {
+func (oe *ownedElem) matches(e reflect.Value, ti *typeInfo, keys []KeyDefault) bool {
 	if oe.key == nil {
 		return e.IsValid() && e.Kind() != reflect.Struct && e.Kind() != reflect.Map && uscalarEqual(oe.value, e.Interface(), false)
 	}
@@ -161,7 +161,7 @@ func (oe *ownedElem) matches(e reflect.Value, ti *typeInfo) bool {
 		default:
 			return false
 		}
-		if !k.matches(v) {
+		if !k.matches(v, keys) {
 			return false
 		}
 	}
@@ -171,11 +171,13 @@ func (oe *ownedElem) matches(e reflect.Value, ti *typeInfo) bool {
 var jsonObjectType = reflect.TypeFor[map[string]any]()
 
 // matches reports whether a list element's key field v (invalid when
-// missing) has the key's value; a missing or empty protocol is TCP, as the
-// API defaults it.
-func (k *ownedKey) matches(v reflect.Value) bool {
-	if k.name == "protocol" && (!v.IsValid() || v.Kind() == reflect.String && v.String() == "") {
-		return k.value == "TCP"
+// missing) has the key's value; a missing or empty field a KeyDefault names
+// has its default (a protocol is TCP, as the API defaults it).
+func (k *ownedKey) matches(v reflect.Value, keys []KeyDefault) bool {
+	if !v.IsValid() || v.Kind() == reflect.String && v.String() == "" {
+		if def, ok := defaultOf(keys, k.name); ok {
+			return k.value == def
+		}
 	}
 	switch v.Kind() {
 	case reflect.Invalid:
@@ -250,7 +252,7 @@ func childSet(s *fieldpath.Set, pe fieldpath.PathElement) *fieldpath.Set {
 type ownedQuery struct {
 	owner      string
 	replaced   string // managers whose entries are ours too (replacedSet), any operation
-	applyOnly  bool   // EnsureApplied: only our Apply entry (and replaced entries)
+	applyOnly  bool   // OnlyApplied: only our Apply entry (and replaced entries)
 	apiVersion string // our entries must be of this version; "" for any
 }
 
@@ -263,8 +265,9 @@ type entry struct {
 }
 
 // ours reports whether e is one of our entries under q. An entry of a
-// replaced manager counts by its own operation, also for EnsureApplied:
-// the write that follows moves it into our Apply entry (see Replaces).
+// replaced manager counts by its own operation, also with OnlyApplied:
+// package drift's EnsureApplied, which passes both, moves it into our Apply
+// entry in the write that follows (see drift.Replaces).
 func (q *ownedQuery) ours(e *entry) bool {
 	if e.subresource != "" || q.apiVersion != "" && e.apiVersion != q.apiVersion {
 		return false
@@ -314,7 +317,7 @@ func entries(obj any, content map[string]any, f func(entry) bool) {
 }
 
 // errBadFields stands for a panic while parsing managedFields.
-var errBadFields = errors.New("drift: malformed managedFields")
+var errBadFields = errors.New("compare: malformed managedFields")
 
 // ownedMemo is one compiled managedFields content.
 type ownedMemo struct {
@@ -525,36 +528,96 @@ func jsonEqual(a, b any) bool {
 	return reflect.TypeOf(a) == reflect.TypeOf(b) && (a == nil || reflect.TypeOf(a).Comparable() && a == b)
 }
 
-var podType = reflect.TypeFor[corev1.Pod]()
-
-// kindOf returns the Go type client-go's scheme has for unstructured
-// content's apiVersion and kind (nil when none), and whether it is a Pod.
-func kindOf(content map[string]any) (reflect.Type, bool) {
-	apiVersion, _ := content["apiVersion"].(string)
-	kind, _ := content["kind"].(string)
-	gv, err := schema.ParseGroupVersion(apiVersion)
-	if err != nil {
-		return nil, false
+// kindOf returns the apiVersion and kind of the actual object: of
+// unstructured content from the content, of a typed object from the
+// scheme, or else from its TypeMeta; and the Go type the scheme has for
+// unstructured content's kind (nil when unknown or for a typed object).
+func kindOf(scheme *runtime.Scheme, actual any, content map[string]any) (schema.GroupVersionKind, reflect.Type) {
+	if content != nil {
+		apiVersion, _ := content["apiVersion"].(string)
+		kind, _ := content["kind"].(string)
+		gv, err := schema.ParseGroupVersion(apiVersion)
+		if err != nil {
+			return schema.GroupVersionKind{}, nil
+		}
+		gvk := gv.WithKind(kind)
+		if scheme == nil {
+			return gvk, nil
+		}
+		return gvk, scheme.AllKnownTypes()[gvk]
 	}
-	t := clientgoscheme.Scheme.AllKnownTypes()[gv.WithKind(kind)]
-	return t, t == podType
-}
-
-// apiVersionOf returns the apiVersion of typed objects of type t from
-// client-go's scheme (built-in kinds), or "".
-func apiVersionOf(t reflect.Type) string {
-	if v, ok := apiVersions.Load(t); ok {
-		return v.(string)
+	obj, ok := actual.(runtime.Object)
+	if !ok {
+		return schema.GroupVersionKind{}, nil
 	}
-	v := ""
-	if obj, ok := reflect.New(t).Interface().(runtime.Object); ok {
-		if gvks, _, err := clientgoscheme.Scheme.ObjectKinds(obj); err == nil && len(gvks) == 1 {
-			v = gvks[0].GroupVersion().String()
+	own := obj.GetObjectKind().GroupVersionKind()
+	if scheme == nil {
+		return own, nil
+	}
+	gvks, _, err := scheme.ObjectKinds(obj)
+	switch {
+	case err != nil || len(gvks) == 0:
+		return own, nil
+	case len(gvks) == 1:
+		return gvks[0], nil
+	}
+	for _, gvk := range gvks { // several: the one the object names, if any
+		if gvk == own {
+			return gvk, nil
 		}
 	}
-	apiVersions.Store(t, v)
-	return v
+	return schema.GroupVersionKind{}, nil
 }
 
-// apiVersions memoizes apiVersionOf: facts about Go types only.
-var apiVersions sync.Map // reflect.Type -> string
+// apiVersionOf returns gv as an apiVersion string ("apps/v1"), memoized so
+// that a comparison does not build the string each time. The memo holds
+// facts about group versions only, replaced whole on each new one (a
+// program meets few), and is bounded.
+func apiVersionOf(gv schema.GroupVersion) string {
+	if gv.Group == "" {
+		return gv.Version
+	}
+	if m := apiVersions.m.Load(); m != nil {
+		if s, ok := (*m)[gv]; ok {
+			return s
+		}
+	}
+	s := gv.String()
+	apiVersions.mu.Lock()
+	defer apiVersions.mu.Unlock()
+	old := apiVersions.m.Load()
+	next := map[schema.GroupVersion]string{}
+	if old != nil && len(*old) < 1024 {
+		maps.Copy(next, *old)
+	}
+	next[gv] = s
+	apiVersions.m.Store(&next)
+	return s
+}
+
+var apiVersions struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[schema.GroupVersion]string]
+}
+
+// replacedSet is the names of Replaced as one comparable string, for the
+// owned-fields query and its memo.
+func replacedSet(names []string) string {
+	s := slices.Clone(names)
+	slices.Sort(s)
+	s = slices.Compact(s)
+	return strings.Join(s, "\x00")
+}
+
+// replacedHas reports whether name is one of the names in set (see
+// replacedSet), without allocating.
+func replacedHas(set, name string) bool {
+	for set != "" {
+		var n string
+		n, set, _ = strings.Cut(set, "\x00")
+		if n == name {
+			return true
+		}
+	}
+	return false
+}

@@ -1,4 +1,4 @@
-package drift
+package compare
 
 import (
 	"bytes"
@@ -55,22 +55,22 @@ type drift struct {
 
 // walker compares desired against actual; see the comment above.
 type walker struct {
-	cfg     *diffConfig
+	cfg     *options
 	explain bool
 	overlay bool
 	track   bool // maintain path: explaining, or path rules present
 	path    []byte
 	drifts  []drift
 
-	own     *ownedNode   // what our field owner owns at path, or nil
-	pod     bool         // the object is a Pod (requests copied from limits are defaults)
-	protect any          // while in a Pod's requests: desired's limits, whose keys stay
-	jt      reflect.Type // Go type of the JSON value at path, when known
+	own     *ownedNode      // what our field owner owns at path, or nil
+	copied  []CopiedDefault // the rules of the object's kind (only looked at with own)
+	protect any             // while in a map a CopiedDefault copies into: desired's map it copies from, whose keys stay
+	jt      reflect.Type    // Go type of the JSON value at path, when known
 }
 
 // newWalker starts a walk of p in the given mode.
-func newWalker(cfg *diffConfig, p *pair, explain, overlay bool, path []byte) walker {
-	return walker{cfg: cfg, explain: explain, overlay: overlay, track: explain || cfg.hasRules(), path: path, own: p.own, pod: p.pod, jt: p.jt}
+func newWalker(cfg *options, p *pair, explain, overlay bool, path []byte) walker {
+	return walker{cfg: cfg, explain: explain, overlay: overlay, track: explain || cfg.hasRules(), path: path, own: p.own, copied: p.copied, jt: p.jt}
 }
 
 func (w *walker) pushField(name string) int {
@@ -352,8 +352,8 @@ func (w *walker) object(d, a reflect.Value, m mode, set bool) bool {
 			if f.sent { // a field JSON carries at zero is set, for ownership
 				w.own = nil
 			}
-			if w.pod && f.name == "requests" {
-				w.protect = limitsOf(d, ti)
+			if len(w.copied) > 0 && w.copiedInto(f.name) != nil {
+				w.protect = w.protectTyped(d, ti, f.name)
 			}
 		}
 		ok := w.ignored()
@@ -464,11 +464,13 @@ func objects(list reflect.Value) bool {
 
 // keying says how the elements of a keyed list pair up: by the JSON field
 // name, read from the Go field at index field (typed) or from the element
-// object (JSON, field < 0), and for typed ports also by protocol.
+// object (JSON, field < 0), and for typed elements also by the string field
+// a KeyDefault rule names (a port's protocol), empty meaning its default.
 type keying struct {
-	name  string
-	field int
-	proto int // Go field index of a string protocol field, or -1
+	name   string
+	field  int
+	extra  int    // Go field index of the KeyDefault field, or -1
+	extraV string // its default
 }
 
 // keying returns the key of the list d at the current path: a ListKey rule
@@ -481,10 +483,14 @@ func (w *walker) keying(d reflect.Value, f *fieldInfo) (keying, bool) {
 	}
 	key, explicit := w.listKey(tagKey)
 	if et := d.Type().Elem(); !isJSON(et) {
+		var k keying
+		var ok bool
 		if !explicit {
-			return f.keying(et)
+			k, ok = f.keying(et)
+		} else {
+			k, ok = typedKeying(et, key)
 		}
-		return typedKeying(et, key)
+		return w.withDefault(et, k), ok
 	}
 	if !explicit {
 		key = "name"
@@ -500,7 +506,16 @@ func (w *walker) keying(d reflect.Value, f *fieldInfo) (keying, bool) {
 			return keying{}, false
 		}
 	}
-	return keying{name: key, field: -1, proto: -1}, true
+	return keying{name: key, field: -1, extra: -1}, true
+}
+
+// withDefault adds to the typed keying k of a list of et the field a
+// KeyDefault rule names, when et has it.
+func (w *walker) withDefault(et reflect.Type, k keying) keying {
+	if k.field >= 0 && k.name != "" && len(w.cfg.keys) > 0 {
+		k.extra, k.extraV = w.cfg.keyDefault(et, k.name)
+	}
+	return k
 }
 
 // listKey returns the key a ListKey rule gives the list at the current path,
@@ -520,12 +535,9 @@ func typedKeying(et reflect.Type, key string) (keying, bool) {
 	if key == "" || et.Kind() != reflect.Struct {
 		return keying{}, false
 	}
-	k := keying{name: key, field: keyFieldIndex(et, key), proto: -1}
+	k := keying{name: key, field: keyFieldIndex(et, key), extra: -1}
 	if k.field < 0 {
 		return keying{}, false
-	}
-	if key != "protocol" {
-		k.proto = protocolFieldIndex(et)
 	}
 	return k, true
 }
@@ -548,7 +560,7 @@ func (k keying) json(e reflect.Value) any {
 type elemKey struct {
 	field reflect.Value
 	json  any
-	proto string
+	extra string
 }
 
 func (k keying) key(e reflect.Value) elemKey {
@@ -556,20 +568,21 @@ func (k keying) key(e reflect.Value) elemKey {
 		return elemKey{json: k.json(e)}
 	}
 	ek := elemKey{field: e.Field(k.field)}
-	if k.proto >= 0 {
-		ek.proto = protocol(e.Field(k.proto))
+	if k.extra >= 0 {
+		ek.extra = k.extraOf(e)
 	}
 	return ek
 }
 
-// has reports whether element e has the key (and protocol, defaulting to
-// TCP as the API does: 53/UDP and 53/TCP are two elements).
+// has reports whether element e has the key (and the KeyDefault field,
+// empty meaning its default, as the API does: 53/UDP and 53/TCP are two
+// elements).
 func (k keying) has(e reflect.Value, key elemKey) bool {
 	if k.field < 0 {
 		v := k.json(e)
 		return v != nil && key.json != nil && uscalarEqual(key.json, v, false)
 	}
-	return sameKey(e.Field(k.field), key.field) && (k.proto < 0 || protocol(e.Field(k.proto)) == key.proto)
+	return sameKey(e.Field(k.field), key.field) && (k.extra < 0 || k.extraOf(e) == key.extra)
 }
 
 // find returns the index of the element of a that pairs with d[i]: the
@@ -610,22 +623,13 @@ func sameKey(x, y reflect.Value) bool {
 	return uscalarEqual(x.Interface(), y.Interface(), false)
 }
 
-// protocol is a port's protocol with the API's default: empty means TCP.
-func protocol(v reflect.Value) string {
-	if v.Kind() != reflect.String || v.String() == "" {
-		return "TCP"
+// extraOf is the KeyDefault field of the typed element e, with the rule's
+// default for empty (a port's protocol: empty means TCP).
+func (k keying) extraOf(e reflect.Value) string {
+	if v := e.Field(k.extra).String(); v != "" {
+		return v
 	}
-	return v.String()
-}
-
-// protocolFieldIndex is the Go field index of a string "protocol" field of
-// the struct type t, or -1.
-func protocolFieldIndex(t reflect.Type) int {
-	pi := keyFieldIndex(t, "protocol")
-	if pi >= 0 && t.Field(pi).Type.Kind() != reflect.String {
-		return -1
-	}
-	return pi
+	return k.extraV
 }
 
 // keyedList matches the elements of d with those of a by key: order and
@@ -649,7 +653,7 @@ func (w *walker) keyedList(d, a reflect.Value, k keying, owned bool) bool {
 					matched[j] = true
 				}
 				if own != nil {
-					w.own = own.elemFor(a.Index(j)).nodeOrNil()
+					w.own = own.elemFor(a.Index(j), w.cfg.keys).nodeOrNil()
 				}
 				ok = w.value(de, a.Index(j), true)
 				w.own = own
@@ -681,7 +685,7 @@ func (w *walker) extras(a reflect.Value, keep []bool, k keying, owned bool) bool
 		if owned {
 			n = w.pushElem(k, ae)
 		} else {
-			oe := w.own.elemFor(ae)
+			oe := w.own.elemFor(ae, w.cfg.keys)
 			if oe == nil || !oe.node.drops(true) || w.sharesKey(a, j, k) {
 				keep[j] = true
 				continue

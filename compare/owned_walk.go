@@ -1,4 +1,4 @@
-package drift
+package compare
 
 import (
 	"fmt"
@@ -12,19 +12,11 @@ import (
 // or lacks a list element (extras) or map entry (dropOwned, jsonOwned)
 // actual has, what we own and may drop is drift, removed when overlaying.
 
-// limitsOf returns the limits of a resource requirements struct d, or nil.
-func limitsOf(d reflect.Value, ti *typeInfo) any {
-	if i, ok := ti.byName["limits"]; ok && ti.fields[i].typ == resourceListType {
-		return d.Field(ti.fields[i].index).Interface()
-	}
-	return nil
-}
-
 // sharesKey reports whether, for a strategic merge patch, the element a[j]
 // cannot be removed alone: the patch deletes by the merge key only, so it
 // would delete every element with that key (53/UDP and 53/TCP alike).
 func (w *walker) sharesKey(a reflect.Value, j int, k keying) bool {
-	if !w.cfg.smp || k.field < 0 || k.proto < 0 {
+	if !w.cfg.smp || k.name == "" || k.field < 0 || k.extra < 0 {
 		return false
 	}
 	for i := range a.Len() {
@@ -81,6 +73,7 @@ func (w *walker) unset(a reflect.Value, f *fieldInfo) bool {
 		return w.dropOwned(reflect.Value{}, a)
 	case reflect.Slice:
 		k, _ := f.keying(a.Type().Elem())
+		k = w.withDefault(a.Type().Elem(), k)
 		return w.extras(a, make([]bool, a.Len()), k, false)
 	case reflect.Struct:
 		ti := infoFor(a.Type())
@@ -136,8 +129,8 @@ func dropNative[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value) boo
 }
 
 // dropKeys handles the keys of the map a that desired's d lacks: with owned
-// (Own) each is drift; otherwise those we own and may drop are (in a
-// Pod's requests, not the keys desired's limits has). Drift is removed from a
+// (Own) each is drift; otherwise those we own and may drop are (not the
+// keys a CopiedDefault copies, such as a Pod's requests from its limits). Drift is removed from a
 // when overlaying. It reports whether there was none; without explain it
 // stops at the first.
 func dropKeys[M ~map[K]V, K ~string, V any](w *walker, d, a M, owned bool, push func(string) int) bool {
@@ -169,21 +162,6 @@ func dropKeys[M ~map[K]V, K ~string, V any](w *walker, d, a M, owned bool, push 
 		}
 	}
 	return eq
-}
-
-// protected reports whether key is a key of desired's limits while the walk
-// is in a Pod's requests: the API server copies limits into missing
-// requests, so such a request is a default, never drift.
-func (w *walker) protected(key string) bool {
-	switch l := w.protect.(type) {
-	case corev1.ResourceList:
-		_, ok := l[corev1.ResourceName(key)]
-		return ok
-	case map[string]any:
-		_, ok := l[key]
-		return ok
-	}
-	return false
 }
 
 // jsonUnset is unset for JSON content *ap.
@@ -223,8 +201,8 @@ func (w *walker) jsonOwned(d, a map[string]any, m mode) bool {
 			}
 		case !entry:
 			w.own, w.jt = f.node, childType(jt, m, f.name)
-			if w.pod && f.name == "requests" {
-				w.protect = d["limits"]
+			if r := w.copiedInto(f.name); r != nil {
+				w.protect = d[r.From]
 			}
 			if ok = w.jsonUnset(&av); !ok && w.overlay {
 				a[f.name] = av

@@ -1,7 +1,6 @@
-package drift_test
+package compare_test
 
 import (
-	"flag"
 	"os"
 	"reflect"
 	"testing"
@@ -10,19 +9,18 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	appsv1 "k8s.io/api/apps/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	"github.com/reconcilekit/reconcilekit/drift"
+	"github.com/reconcilekit/reconcilekit/compare"
 )
 
 // defaultedFile is webDeployment as kube-apiserver 1.37 returned it after
-// Ensure created it (so its managedFields hold our field owner's Update
-// entry, defaults included): captured once from envtest so the benchmarks
-// need no server.
+// package drift's Ensure created it (so its managedFields hold our field
+// owner's Update entry, defaults included): captured once from envtest so
+// the benchmarks need no server. Package drift's
+// TestDefaultedTestdataIsWhatTheServerReturns, where the tests have an API
+// server, checks it is still what the server returns.
 const defaultedFile = "testdata/deployment-defaulted.yaml"
-
-var update = flag.Bool("update", false, "rewrite "+defaultedFile+" from the test API server")
 
 func loadDefaulted(tb testing.TB) *appsv1.Deployment {
 	tb.Helper()
@@ -35,51 +33,6 @@ func loadDefaulted(tb testing.TB) *appsv1.Deployment {
 		tb.Fatal(err)
 	}
 	return &d
-}
-
-// TestDefaultedTestdataIsWhatTheServerReturns keeps the benchmark input
-// honest: the stored spec and our field owner's managedFields must be
-// exactly what the API server makes of webDeployment created by Ensure
-// today. Run with -update to refresh it.
-func TestDefaultedTestdataIsWhatTheServerReturns(t *testing.T) {
-	c := env.Client(t)
-	ctx := t.Context()
-	d := webDeployment()
-	d.Namespace = env.Namespace(t)
-	if _, err := drift.Ensure(ctx, c, d, withOwner); err != nil {
-		t.Fatal(err)
-	}
-	var live appsv1.Deployment
-	if err := c.Get(ctx, client.ObjectKeyFromObject(d), &live); err != nil {
-		t.Fatal(err)
-	}
-	live.Namespace = "default"
-	if *update {
-		b, err := yaml.Marshal(&live)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(defaultedFile, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	stored := loadDefaulted(t)
-	if diff := cmp.Diff(stored.Spec, live.Spec); diff != "" {
-		t.Errorf("%s is stale (-stored +server); run go test -run %s -update:\n%s", defaultedFile, t.Name(), diff)
-	}
-	fields := func(d *appsv1.Deployment) []string {
-		var out []string
-		for _, mf := range d.ManagedFields {
-			out = append(out, mf.Manager+" "+string(mf.Operation)+" "+mf.FieldsV1.GetRawString())
-		}
-		return out
-	}
-	if diff := cmp.Diff(fields(stored), fields(&live)); diff != "" || len(stored.ManagedFields) != 1 || stored.ManagedFields[0].Manager != testOwner {
-		t.Errorf("%s has stale managedFields (-stored +server), want only %s's; run go test -run %s -update:\n%s", defaultedFile, testOwner, t.Name(), diff)
-	}
-	if reflect.DeepEqual(webDeployment().Spec, stored.Spec) {
-		t.Errorf("the stored form equals the desired form: the server applied no defaults?")
-	}
 }
 
 // benchInputs returns the desired Deployment, its server-defaulted form, and
@@ -96,11 +49,11 @@ func benchInputs(tb testing.TB) (desired, defaultedLive, changed *appsv1.Deploym
 // benchmark inputs, so what the package doc says of them is a fact.
 func TestBenchmarkVerdicts(t *testing.T) {
 	desired, live, changed := benchInputs(t)
-	got, err := drift.Diff(desired, live, withOwner)
+	got, err := kdiff(desired, live, withOwner)
 	if err != nil || !got.Equal {
 		t.Errorf("Diff(desired, defaulted) = %v, %v; want equal", got, err)
 	}
-	if got, _ := drift.Diff(changed, live, withOwner); got.Equal {
+	if got, _ := kdiff(changed, live, withOwner); got.Equal {
 		t.Errorf("Diff(changed, defaulted) is equal, want drift")
 	}
 	if !equality.Semantic.DeepDerivative(desired.Spec, live.Spec) {
@@ -134,20 +87,23 @@ func BenchmarkCompareChangedImage(b *testing.B) {
 }
 
 func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
-	b.Run("drift.Diff", func(b *testing.B) {
+	// What a drift Writer passes: the built-in rules, a scheme, its field
+	// owner; built once, as a Writer's are.
+	opts := append(kube[:len(kube):len(kube)], withOwner)
+	b.Run("compare.Diff", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(desired, live, withOwner)
+			c, err := compare.Diff(desired, live, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
 			sink = c.Report
 		}
 	})
-	b.Run("drift.Diff/spec-only", func(b *testing.B) {
+	b.Run("compare.Diff/spec-only", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(&desired.Spec, &live.Spec, withOwner)
+			c, err := compare.Diff(&desired.Spec, &live.Spec, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -155,13 +111,13 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 		}
 	})
 	// The live object's managedFields hold our field owner's entry, so
-	// drift.Diff also looks for fields we wrote before; without it:
+	// compare.Diff also looks for fields we wrote before; without it:
 	notOurs := live.DeepCopy()
 	notOurs.ManagedFields = nil
-	b.Run("drift.Diff/no-managedFields", func(b *testing.B) {
+	b.Run("compare.Diff/no-managedFields", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(desired, notOurs, withOwner)
+			c, err := compare.Diff(desired, notOurs, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -173,10 +129,10 @@ func benchCompare(b *testing.B, desired, live *appsv1.Deployment) {
 	ud.SetKind("Deployment")
 	ul.SetAPIVersion("apps/v1")
 	ul.SetKind("Deployment")
-	b.Run("drift.Diff/unstructured", func(b *testing.B) {
+	b.Run("compare.Diff/unstructured", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
-			c, err := drift.Diff(ud, ul, withOwner)
+			c, err := compare.Diff(ud, ul, opts...)
 			if err != nil {
 				b.Fatal(err)
 			}
