@@ -37,17 +37,23 @@ const Apidiff = "golang.org/x/exp/cmd/apidiff@v0.0.0-20261113113407-e3970619a1a4
 // names a commit that was never pushed.
 var ErrNotInHistory = errors.New("apicompat: the release commit is not in this clone's history")
 
-// Change is one change apidiff reports in a library package.
+// Change is one change apidiff reports in a library package, or a library
+// package added or removed.
 type Change struct {
-	Package    string // the import path
-	Name       string // package-qualified: "drift.Ensure", "status.Writer.FieldOwner"
-	Message    string // apidiff's line, "Ensure: removed"
-	Compatible bool
+	Package string // the import path
+	// Name is what CHANGELOG.md must name: package-qualified,
+	// "drift.Ensure", "status.Writer.FieldOwner"; for a whole package, its
+	// path in the module, "reconcile/reconciletest".
+	Name         string
+	Message      string // apidiff's line, "Ensure: removed"; "removed" or "added" for a whole package
+	Compatible   bool
+	WholePackage bool
 }
 
-// String is apidiff's line qualified by the package: "drift.Ensure: removed".
+// String is apidiff's line qualified by the package: "drift.Ensure:
+// removed", "package .../shard: added".
 func (c Change) String() string {
-	if c.Name == c.Package {
+	if c.WholePackage {
 		return "package " + c.Package + ": " + c.Message
 	}
 	return path.Base(c.Package) + "." + c.Message
@@ -140,12 +146,14 @@ func (r Runner) Diff(ctx context.Context, oldDir, newDir string) ([]Change, erro
 		if slices.Contains(newPkgs, p) {
 			both = append(both, p)
 		} else {
-			changes = append(changes, Change{Package: p, Name: p, Message: "removed"})
+			rel := strings.TrimPrefix(p, oldMod+"/")
+			changes = append(changes, Change{Package: p, Name: rel, Message: "removed", WholePackage: true})
 		}
 	}
 	for _, p := range newPkgs {
 		if !slices.Contains(oldPkgs, p) {
-			changes = append(changes, Change{Package: p, Name: p, Message: "added", Compatible: true})
+			rel := strings.TrimPrefix(p, newMod+"/")
+			changes = append(changes, Change{Package: p, Name: rel, Message: "added", Compatible: true, WholePackage: true})
 		}
 	}
 
@@ -299,32 +307,30 @@ func Named(text, name string) bool {
 var NamingKinds = []string{"Changed", "Removed"}
 
 // Unnamed returns the incompatible changes the Unreleased section of
-// changelog does not name under [NamingKinds]. A removed package is named
-// by its full import path, or by its path relative to the module mod in
-// backticks (`reconcile/reconciletest`).
-func Unnamed(changes []Change, changelog *release.Changelog, mod string) ([]Change, error) {
+// changelog does not name under [NamingKinds] (see [Named]). A removed
+// package is named by its path in the module between backticks
+// (`reconcile/reconciletest`) or by its import path.
+func Unnamed(changes []Change, changelog *release.Changelog) ([]Change, error) {
 	sec, ok := changelog.Section(release.Unreleased)
 	if !ok {
 		return nil, fmt.Errorf("apicompat: CHANGELOG.md has no \"## [Unreleased]\" section")
 	}
-	var text strings.Builder
+	var b strings.Builder
 	for _, k := range NamingKinds {
 		if s := sec.Subsection(k); s != nil {
-			text.WriteString(s.Text)
+			b.WriteString(s.Text)
 		}
 	}
+	text := b.String()
 	var out []Change
 	for _, c := range changes {
-		if c.Compatible {
-			continue
+		switch {
+		case c.Compatible:
+		case c.WholePackage && (strings.Contains(text, "`"+c.Name+"`") || Named(text, c.Package)):
+		case !c.WholePackage && Named(text, c.Name):
+		default:
+			out = append(out, c)
 		}
-		if Named(text.String(), c.Name) {
-			continue
-		}
-		if rel := strings.TrimPrefix(c.Name, mod+"/"); rel != c.Name && strings.Contains(text.String(), "`"+rel+"`") {
-			continue // a package, by its path in the module: `reconcile/reconciletest`
-		}
-		out = append(out, c)
 	}
 	return out, nil
 }

@@ -3,15 +3,14 @@ package apicompat
 import (
 	"errors"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/reconcilekit/reconcilekit/internal/apicompat/apicompattest"
 	"github.com/reconcilekit/reconcilekit/internal/release"
 )
 
@@ -85,104 +84,6 @@ func TestParseReport(t *testing.T) {
 	}
 }
 
-// repo is a git repository in a temporary directory holding the synthetic
-// module of testdata: v1 committed (the release), v2 in the work tree.
-type repo struct {
-	dir     string
-	release release.Release
-}
-
-func gitIn(t *testing.T, dir string, args ...string) string {
-	t.Helper()
-	cmd := exec.Command("git", append([]string{"-C", dir, "-c", "user.name=apicompat", "-c", "user.email=apicompat@example.com", "-c", "commit.gpgsign=false", "-c", "tag.gpgsign=false"}, args...)...)
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("git %s: %v\n%s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out))
-}
-
-func newRepo(t *testing.T) repo {
-	t.Helper()
-	if _, err := exec.LookPath("git"); err != nil {
-		t.Fatal("the API check needs git, and there is none on PATH")
-	}
-	dir := t.TempDir()
-	gitIn(t, dir, "init", "-q")
-	copyTree(t, filepath.Join("testdata", "v1"), dir)
-	gitIn(t, dir, "add", "-A")
-	gitIn(t, dir, "commit", "-q", "-m", "v1")
-	hash := gitIn(t, dir, "rev-parse", "HEAD")
-	ct := gitIn(t, dir, "show", "-s", "--format=%cI", "HEAD")
-	when, err := time.Parse(time.RFC3339, ct)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel := release.Release{Version: "v0.1.0", Commit: hash, Time: when.UTC()}
-	// The work tree becomes v2: v1's files go, v2's come.
-	for _, p := range []string{"widget", "gone", "internal", "cmd", "go.mod"} {
-		if err := os.RemoveAll(filepath.Join(dir, p)); err != nil {
-			t.Fatal(err)
-		}
-	}
-	copyTree(t, filepath.Join("testdata", "v2"), dir)
-	r := repo{dir: dir, release: rel}
-	r.writeReleases(t, rel)
-	r.writeChangelog(t, "")
-	return r
-}
-
-func (r repo) writeReleases(t *testing.T, rels ...release.Release) {
-	t.Helper()
-	var b strings.Builder
-	b.WriteString("# version commit time\n")
-	for _, rel := range rels {
-		b.WriteString(rel.Version + " " + rel.Commit + " " + rel.Time.Format(time.RFC3339) + "\n")
-	}
-	if err := os.MkdirAll(filepath.Join(r.dir, ".ci"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(r.dir, release.File), []byte(b.String()), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// writeChangelog writes a CHANGELOG.md whose Unreleased section holds
-// unreleased (its subsections), above the release's section.
-func (r repo) writeChangelog(t *testing.T, unreleased string) {
-	t.Helper()
-	text := "# Changelog\n\n## [Unreleased]\n\n" + unreleased + "\n## [v0.1.0] - " + r.release.Date() +
-		"\n\n### Changed\n\n| before | after | migration |\n|---|---|---|\n| `widget.Make(name)` | `widget.Make(name, size)` | named in the release, not under Unreleased |\n"
-	if err := os.WriteFile(filepath.Join(r.dir, "CHANGELOG.md"), []byte(text), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func copyTree(t *testing.T, from, to string) {
-	t.Helper()
-	err := filepath.WalkDir(from, func(p string, d os.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(from, p)
-		if err != nil {
-			return err
-		}
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(to, rel), 0o755)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(to, rel), b, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
 func names(cs []Change) []string {
 	var out []string
 	for _, c := range cs {
@@ -197,14 +98,15 @@ func names(cs []Change) []string {
 // until the Unreleased section names each under Changed or Removed; the
 // compatible ones, the internal package and the command never count.
 func TestCheckFailsOnAnUnnamedBreakingChange(t *testing.T) {
-	r := newRepo(t)
-	check := Check{Root: r.dir}
+	t.Setenv("TMPDIR", t.TempDir()) // the release's tree is unpacked there
+	r := apicompattest.NewRepo(t)
+	check := Check{Root: r.Dir}
 	res, err := check.Run(t.Context())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Release != r.release {
-		t.Errorf("compared with %+v, want %+v", res.Release, r.release)
+	if res.Release != r.Release {
+		t.Errorf("compared with %+v, want %+v", res.Release, r.Release)
 	}
 	var all []string
 	for _, c := range res.Changes {
@@ -222,7 +124,7 @@ func TestCheckFailsOnAnUnnamedBreakingChange(t *testing.T) {
 	if diff := cmp.Diff(wantAll, all); diff != "" {
 		t.Errorf("changes (-want +got):\n%s", diff)
 	}
-	wantUnnamed := []string{"example.com/widget/gone", "widget.Box.Label", "widget.Box.Open", "widget.Make"}
+	wantUnnamed := []string{"gone", "widget.Box.Label", "widget.Box.Open", "widget.Make"}
 	if diff := cmp.Diff(wantUnnamed, names(res.Unnamed)); diff != "" {
 		t.Errorf("unnamed incompatible changes with an empty Unreleased section (-want +got):\n%s", diff)
 	}
@@ -245,6 +147,11 @@ func TestCheckFailsOnAnUnnamedBreakingChange(t *testing.T) {
 			want: wantUnnamed,
 		},
 		{
+			name: "a package named by its import path",
+			unreleased: "### Changed\n\n" + table + "| `widget.Make(name)` | `widget.Make(name, size)` | pass a size |\n" +
+				"\n### Removed\n\n" + table + "| `widget.Box.Open`, `widget.Box.Label` | – | |\n| `example.com/widget/gone` | – | |\n",
+		},
+		{
 			name:       "a type named, not its members",
 			unreleased: "### Changed\n\n" + table + "| `widget.Box` | smaller | |\n| `widget.Make` | | |\n| `gone` | | |\n",
 			want:       []string{"widget.Box.Label", "widget.Box.Open"},
@@ -257,8 +164,8 @@ func TestCheckFailsOnAnUnnamedBreakingChange(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r.writeChangelog(t, tt.unreleased)
-			b, err := os.ReadFile(filepath.Join(r.dir, "CHANGELOG.md"))
+			r.WriteChangelog(t, tt.unreleased)
+			b, err := os.ReadFile(filepath.Join(r.Dir, "CHANGELOG.md"))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -266,7 +173,7 @@ func TestCheckFailsOnAnUnnamedBreakingChange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			unnamed, err := Unnamed(res.Changes, log, "example.com/widget")
+			unnamed, err := Unnamed(res.Changes, log)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -280,20 +187,21 @@ func TestCheckFailsOnAnUnnamedBreakingChange(t *testing.T) {
 // TestCheckFailsWithoutTheRelease proves the check never skips: a release
 // commit the clone lacks, or a tag that names another commit, is an error.
 func TestCheckFailsWithoutTheRelease(t *testing.T) {
-	r := newRepo(t)
-	check := Check{Root: r.dir}
+	t.Setenv("TMPDIR", t.TempDir())
+	r := apicompattest.NewRepo(t)
+	check := Check{Root: r.Dir}
 
-	missing := r.release
+	missing := r.Release
 	missing.Commit = strings.Repeat("0123456789", 4)
-	r.writeReleases(t, missing)
+	r.WriteReleases(t, missing)
 	_, err := check.Run(t.Context())
 	if !errors.Is(err, ErrNotInHistory) {
 		t.Errorf("a release commit not in the repository: err = %v, want ErrNotInHistory", err)
 	}
 
-	r.writeReleases(t, r.release)
-	gitIn(t, r.dir, "commit", "-q", "--allow-empty", "-m", "after the release")
-	gitIn(t, r.dir, "tag", "-a", "v0.1.0", "-m", "v0.1.0 on the wrong commit")
+	r.WriteReleases(t, r.Release)
+	r.Git(t, "commit", "-q", "--allow-empty", "-m", "after the release")
+	r.Git(t, "tag", "-a", "v0.1.0", "-m", "v0.1.0 on the wrong commit")
 	_, err = check.Run(t.Context())
 	if err == nil || !strings.Contains(err.Error(), "tag v0.1.0 names commit") {
 		t.Errorf("a tag that names another commit: err = %v, want a disagreement", err)
@@ -301,19 +209,19 @@ func TestCheckFailsWithoutTheRelease(t *testing.T) {
 }
 
 func TestMaterialiseRefusesAnUnknownRevision(t *testing.T) {
-	r := newRepo(t)
-	err := Materialise(t.Context(), r.dir, "no-such-revision", t.TempDir())
+	r := apicompattest.NewRepo(t)
+	err := Materialise(t.Context(), r.Dir, "no-such-revision", t.TempDir())
 	if !errors.Is(err, ErrNotInHistory) {
 		t.Errorf("Materialise(no-such-revision) = %v, want ErrNotInHistory", err)
 	}
 	dst := t.TempDir()
-	if err := Materialise(t.Context(), r.dir, r.release.Commit, dst); err != nil {
+	if err := Materialise(t.Context(), r.Dir, r.Release.Commit, dst); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(filepath.Join(dst, "gone", "gone.go")); err != nil {
 		t.Errorf("the release's tree lacks gone/gone.go: %v", err)
 	}
-	if out := gitIn(t, r.dir, "status", "--porcelain", "--", "gone"); out != "D gone/gone.go" { // v2 has no gone/: deleted in the work tree, not by Materialise
+	if out := r.Git(t, "status", "--porcelain", "--", "gone"); out != "D gone/gone.go" { // v2 has no gone/: deleted in the work tree, not by Materialise
 		t.Errorf("the repository changed: git status says %q", out)
 	}
 }

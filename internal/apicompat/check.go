@@ -55,11 +55,7 @@ func (c Check) Run(ctx context.Context) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("apicompat: comparing with %s: %w", last.Version, err)
 	}
-	mod, _, err := c.Runner.Libraries(ctx, c.Root)
-	if err != nil {
-		return Result{}, err
-	}
-	unnamed, err := Unnamed(changes, log, mod)
+	unnamed, err := Unnamed(changes, log)
 	if err != nil {
 		return Result{}, err
 	}
