@@ -13,16 +13,21 @@ GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at
 # (about 10 minutes on 2 cores), reusing them afterwards. An existing
 # KUBEBUILDER_ASSETS is honoured and nothing is built.
 ENVTEST_ASSETS = $(GO) run ./cmd/envtest-assets
+# APICOMPAT compares the exported API with the last release (.ci/releases)
+# and fails on an incompatible change CHANGELOG.md does not name under
+# Unreleased (docs/releasing.md, "The API check").
+APICOMPAT = $(GO) run ./internal/cmd/apicompat
 # kwok plays the kubelet in the At demo (envtest has none).
 KWOK_VERSION := v0.8.0
 
 .PHONY: test
-test: verify-generate ## Obtain envtest assets, vet, check formatting, run every test with -race.
+test: verify-generate ## Obtain envtest assets, vet, check formatting, compare the API with the last release, run every test with -race.
 	@assets="$$($(ENVTEST_ASSETS))"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi; \
 	$(GO) vet ./... || exit 1; \
+	$(APICOMPAT) || exit 1; \
 	if $(GO) list -m all | grep -q '^k8s.io/kubernetes '; then echo "k8s.io/kubernetes leaked into go.mod"; exit 1; fi; \
 	if $(GO) list -deps -test ./... | grep -qE '^(k8s.io/kubernetes|go.etcd.io/etcd/server)/'; then \
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
@@ -30,6 +35,10 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, run every
 	echo "examples/kubebuilder/memcached (its own module: the kubebuilder scaffold on reconcilekit)"; \
 	cd examples/kubebuilder/memcached && $(GO) vet ./... && \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTFLAGS) $$($(GO) list ./... | grep -v /e2e)
+
+.PHONY: apicompat
+apicompat: ## Compare the exported API with the last release; fail on an incompatible change CHANGELOG.md does not name.
+	@$(APICOMPAT)
 
 .PHONY: demo
 demo: ## Run the At operator's demo against an embedded control plane.

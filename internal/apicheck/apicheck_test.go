@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,12 +27,35 @@ var libraries = []string{
 	"status",
 	"finalizer",
 	"ownership",
+	"compare",
 	"drift",
 	"freshness",
 	"shard",
 	"reconcile",
 	"reconcile/reconciletest",
 	"reconcile/reconciletest/testenv",
+}
+
+// TestLibrariesAreEveryPackageUsersImport keeps libraries complete: every
+// package of the module outside cmd/, examples/ and any internal/ is in it, so
+// that a new package is weighed and its metrics checked from its first
+// commit.
+func TestLibrariesAreEveryPackageUsersImport(t *testing.T) {
+	const module = "github.com/reconcilekit/reconcilekit"
+	var got []string
+	for _, p := range goList(t, "./...") {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, module), "/")
+		if rel == "" || strings.HasPrefix(rel, "cmd/") || strings.HasPrefix(rel, "examples/") || strings.HasPrefix(rel, "internal/") || strings.Contains(rel, "/internal/") {
+			continue
+		}
+		got = append(got, rel)
+	}
+	want := slices.Clone(libraries)
+	slices.Sort(want)
+	slices.Sort(got)
+	if !slices.Equal(want, got) {
+		t.Errorf("the library packages are %v; libraries lists %v", got, want)
+	}
 }
 
 // goList runs go list in the module root for linux/amd64, so that the

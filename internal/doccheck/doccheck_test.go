@@ -1,11 +1,13 @@
 // Package doccheck holds the test that keeps the documentation in step with
 // the code: every exported name that the package documentation (what `go doc
 // -all` shows), README.md or docs/*.md names must exist, and no name that
-// CHANGELOG.md lists as removed or renamed may be used any more.
+// CHANGELOG.md lists as removed or renamed may be used any more. CHANGELOG.md
+// itself is checked too (changelog_test.go): the names its current sections
+// (Unreleased and the latest release) give must be what they say, and its
+// versions those of the releases file.
 package doccheck_test
 
 import (
-	"bufio"
 	"fmt"
 	"go/ast"
 	"go/doc"
@@ -18,6 +20,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 // root is the module's root, relative to this package.
@@ -49,10 +53,12 @@ var homonyms = map[string][]string{
 }
 
 // names is the exported API of one package: top-level names, and for each
-// type its methods and fields.
+// type its methods and fields; deprecated holds the names ("Name" or
+// "Type.Member") whose doc comment has a "Deprecated:" paragraph.
 type names struct {
-	top     map[string]bool
-	members map[string]map[string]bool
+	top        map[string]bool
+	members    map[string]map[string]bool
+	deprecated map[string]bool
 }
 
 func (n names) has(name, member string) bool {
@@ -71,7 +77,7 @@ func load(t *testing.T, dir string) (names, *doc.Package) {
 	if err != nil {
 		t.Fatalf("parsing %s: %v", dir, err)
 	}
-	n := names{top: map[string]bool{}, members: map[string]map[string]bool{}}
+	n := names{top: map[string]bool{}, members: map[string]map[string]bool{}, deprecated: map[string]bool{}}
 	var files []*ast.File
 	var path string
 	for name, p := range pkgs {
@@ -94,23 +100,39 @@ func load(t *testing.T, dir string) (names, *doc.Package) {
 		for _, v := range vs {
 			for _, name := range v.Names {
 				n.top[name] = true
+				if deprecated(v.Doc) {
+					n.deprecated[name] = true
+				}
 			}
+			ast.Inspect(v.Decl, func(node ast.Node) bool { // one comment per name of a group
+				if s, ok := node.(*ast.ValueSpec); ok && s.Doc != nil && deprecated(s.Doc.Text()) {
+					for _, id := range s.Names {
+						n.deprecated[id.Name] = true
+					}
+				}
+				return true
+			})
 		}
 	}
 	addValues(d.Consts)
 	addValues(d.Vars)
-	for _, f := range d.Funcs {
-		n.top[f.Name] = true
+	addFuncs := func(prefix string, fs []*doc.Func, into map[string]bool) {
+		for _, f := range fs {
+			into[f.Name] = true
+			if deprecated(f.Doc) {
+				n.deprecated[prefix+f.Name] = true
+			}
+		}
 	}
+	addFuncs("", d.Funcs, n.top)
 	for _, typ := range d.Types {
 		n.top[typ.Name] = true
+		if deprecated(typ.Doc) {
+			n.deprecated[typ.Name] = true
+		}
 		m := map[string]bool{}
-		for _, f := range typ.Methods {
-			m[f.Name] = true
-		}
-		for _, f := range typ.Funcs {
-			n.top[f.Name] = true
-		}
+		addFuncs(typ.Name+".", typ.Methods, m)
+		addFuncs("", typ.Funcs, n.top)
 		addValues(typ.Consts)
 		addValues(typ.Vars)
 		ast.Inspect(typ.Decl, func(node ast.Node) bool {
@@ -119,6 +141,9 @@ func load(t *testing.T, dir string) (names, *doc.Package) {
 				for _, f := range x.Fields.List {
 					for _, id := range f.Names {
 						m[id.Name] = true
+						if f.Doc != nil && deprecated(f.Doc.Text()) {
+							n.deprecated[typ.Name+"."+id.Name] = true
+						}
 					}
 					if len(f.Names) == 0 { // embedded: its name is its type's
 						m[embeddedName(f.Type)] = true
@@ -129,6 +154,9 @@ func load(t *testing.T, dir string) (names, *doc.Package) {
 				for _, f := range x.Methods.List {
 					for _, id := range f.Names {
 						m[id.Name] = true
+						if f.Doc != nil && deprecated(f.Doc.Text()) {
+							n.deprecated[typ.Name+"."+id.Name] = true
+						}
 					}
 				}
 				return false
@@ -138,6 +166,12 @@ func load(t *testing.T, dir string) (names, *doc.Package) {
 		n.members[typ.Name] = m
 	}
 	return n, d
+}
+
+// deprecated reports whether a doc comment has a paragraph starting
+// "Deprecated: ", the form go doc and gopls recognise.
+func deprecated(comment string) bool {
+	return strings.HasPrefix(comment, "Deprecated: ") || strings.Contains(comment, "\n\nDeprecated: ")
 }
 
 func embeddedName(e ast.Expr) string {
@@ -221,7 +255,7 @@ var reference = regexp.MustCompile(`\b(` + strings.Join(sortedKeys(libraries), "
 // "[Policy.Decide]".
 var docLink = regexp.MustCompile(`\[([A-Z]\w*)(?:\.([A-Z]\w*))?\]`)
 
-func sortedKeys(m map[string]string) []string {
+func sortedKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -230,56 +264,13 @@ func sortedKeys(m map[string]string) []string {
 	return keys
 }
 
-// removed reads CHANGELOG.md's tables: for each package section, the names
-// of the "before" column that the package no longer has.
-func removed(t *testing.T, apis map[string]names) map[string][]string {
+// loadLibraries loads every library package: its names, its documentation,
+// and a function that says whether a qualified name exists in it or in a
+// homonym of it.
+func loadLibraries(t *testing.T) (apis map[string]names, docs map[string]string, exists func(pkg, name, member string) bool) {
 	t.Helper()
-	f, err := os.Open(filepath.Join(root, "CHANGELOG.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	out := map[string][]string{}
-	pkg := ""
-	code := regexp.MustCompile("`([^`]+)`")
-	ident := regexp.MustCompile(`^(?:[a-z]+\.)?([A-Z]\w*)(?:\.([A-Z]\w*))?`)
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if strings.HasPrefix(line, "### ") {
-			pkg = filepath.Base(strings.Fields(strings.TrimPrefix(line, "### "))[0])
-			continue
-		}
-		api, ok := apis[pkg]
-		if !ok || !strings.HasPrefix(line, "| ") || strings.HasPrefix(line, "| before") || strings.HasPrefix(line, "|---") {
-			continue
-		}
-		before := strings.Split(line, "|")[1]
-		for _, m := range code.FindAllStringSubmatch(before, -1) {
-			for _, part := range strings.Split(m[1], ",") {
-				id := ident.FindStringSubmatch(strings.TrimSpace(part))
-				if id == nil || len(id[1]) == 1 || api.has(id[1], id[2]) {
-					continue
-				}
-				name := id[1]
-				if id[2] != "" {
-					name += "." + id[2]
-				}
-				out[pkg] = append(out[pkg], name)
-			}
-		}
-	}
-	return out
-}
-
-// TestDocsNameOnlyWhatExists fails when the documentation of a library
-// package, README.md, docs/*.md or an example's README names an exported
-// name that does not exist (a qualified reference such as drift.Ensure, or
-// a doc link such as [Policy.Decide] in the package's own comments), or a
-// name CHANGELOG.md lists as removed or renamed.
-func TestDocsNameOnlyWhatExists(t *testing.T) {
-	apis := map[string]names{}
-	docs := map[string]string{}
+	apis = map[string]names{}
+	docs = map[string]string{}
 	for name, dir := range libraries {
 		n, d := load(t, filepath.Join(root, dir))
 		apis[name] = n
@@ -291,7 +282,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 			others[name] = append(others[name], homonymNames(t, ref))
 		}
 	}
-	exists := func(pkg, name, member string) bool {
+	exists = func(pkg, name, member string) bool {
 		if apis[pkg].has(name, member) {
 			return true
 		}
@@ -302,7 +293,17 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 		}
 		return false
 	}
-	gone := removed(t, apis)
+	return apis, docs, exists
+}
+
+// TestDocsNameOnlyWhatExists fails when the documentation of a library
+// package, README.md, docs/*.md or an example's README names an exported
+// name that does not exist (a qualified reference such as drift.Ensure, or
+// a doc link such as [Policy.Decide] in the package's own comments), or a
+// name CHANGELOG.md lists as removed or renamed.
+func TestDocsNameOnlyWhatExists(t *testing.T) {
+	apis, docs, exists := loadLibraries(t)
+	gone, _ := changelogNames(t, apis)
 
 	sources := map[string]string{}
 	for name, txt := range docs {
@@ -326,50 +327,65 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 	}
 
 	for _, src := range sortedKeys(sources) {
-		txt := sources[src]
-		for _, m := range reference.FindAllStringSubmatch(txt, -1) {
-			pkg, name, member := m[1], m[2], m[3]
-			if exists(pkg, name, member) {
-				continue
-			}
-			if member != "" && apis[pkg].top[name] && !isType(apis[pkg], name) {
-				continue // a member of a function's result or a value's type
-			}
-			t.Errorf("%s names %s, which does not exist", src, m[0])
+		for _, p := range checkSource(src, sources[src], apis, exists, gone) {
+			t.Error(p)
 		}
-		if own, ok := strings.CutPrefix(src, "go doc "); ok {
-			for _, m := range docLink.FindAllStringSubmatch(txt, -1) {
-				if len(m[1]) == 1 {
-					continue // a type parameter: Loop[T]
-				}
-				if !apis[own].has(m[1], m[2]) {
-					t.Errorf("%s links to [%s], which does not exist in package %s", src, strings.Trim(m[0], "[]"), own)
-				}
+	}
+}
+
+// checkSource returns what is wrong with the names the text txt of source
+// src (a file, or "go doc pkg" for a package's documentation) gives: a
+// qualified reference that exists nowhere, a doc link of a package's own
+// documentation to no name of it, a name CHANGELOG.md lists as gone.
+func checkSource(src, txt string, apis map[string]names, exists func(pkg, name, member string) bool, gone map[string][]string) []string {
+	var problems []string
+	for _, m := range reference.FindAllStringSubmatch(txt, -1) {
+		pkg, name, member := m[1], m[2], m[3]
+		if exists(pkg, name, member) {
+			continue
+		}
+		if member != "" && apis[pkg].top[name] && !isType(apis[pkg], name) {
+			continue // a member of a function's result or a value's type
+		}
+		problems = append(problems, fmt.Sprintf("%s names %s, which does not exist", src, m[0]))
+	}
+	if own, ok := strings.CutPrefix(src, "go doc "); ok {
+		for _, m := range docLink.FindAllStringSubmatch(txt, -1) {
+			if len(m[1]) == 1 {
+				continue // a type parameter: Loop[T]
 			}
-			for _, old := range gone[own] {
-				// A one-word name ("Conflict", "Result") is also an English
-				// word: only a doc link to it counts. A compound name
-				// ("MaxAttempts") counts wherever it appears.
-				// Not after a '.': "retry.DefaultRetry" is another package's.
-				pattern := `(?:^|[^.\w])` + regexp.QuoteMeta(old) + `\b`
-				if _, member, ok := strings.Cut(old, "."); ok && compound(member) {
-					pattern = `(?:^|[^.\w])(?:\w+\.)?` + regexp.QuoteMeta(member) + `\b` // "Writer.MaxAttempts" or "MaxAttempts"
-				} else if !compound(old) {
-					pattern = `\[` + regexp.QuoteMeta(old) + `\]`
-				}
-				if regexp.MustCompile(pattern).MatchString(txt) {
-					t.Errorf("%s still names %s, which CHANGELOG.md lists as removed or renamed", src, old)
-				}
+			if !apis[own].has(m[1], m[2]) {
+				problems = append(problems, fmt.Sprintf("%s links to [%s], which does not exist in package %s", src, strings.Trim(m[0], "[]"), own))
 			}
 		}
-		for pkg, olds := range gone {
-			for _, old := range olds {
-				if regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg+"."+old) + `\b`).MatchString(txt) {
-					t.Errorf("%s still names %s.%s, which CHANGELOG.md lists as removed or renamed", src, pkg, old)
-				}
+		for _, old := range gone[own] {
+			// A one-word name ("Conflict", "Result") is also an English
+			// word: only a doc link to it counts. A compound name
+			// ("MaxAttempts") counts wherever it appears.
+			// Not after a '.': "retry.DefaultRetry" is another package's.
+			pattern := `(?:^|[^.\w])` + regexp.QuoteMeta(old) + `\b`
+			if _, member, ok := strings.Cut(old, "."); ok && compound(member) {
+				pattern = `(?:^|[^.\w])(?:\w+\.)?` + regexp.QuoteMeta(member) + `\b` // "Writer.MaxAttempts" or "MaxAttempts"
+			} else if !compound(old) {
+				pattern = `\[` + regexp.QuoteMeta(old) + `\]`
+			}
+			if regexp.MustCompile(pattern).MatchString(txt) {
+				problems = append(problems, fmt.Sprintf("%s still names %s, which CHANGELOG.md lists as removed or renamed", src, old))
 			}
 		}
 	}
+	for _, pkg := range sortedKeys(gone) {
+		for _, old := range gone[pkg] {
+			name, member, _ := strings.Cut(old, ".")
+			if exists(pkg, name, member) {
+				continue // a homonym's: "errors.Is" is the standard library's too
+			}
+			if regexp.MustCompile(`\b` + regexp.QuoteMeta(pkg+"."+old) + `\b`).MatchString(txt) {
+				problems = append(problems, fmt.Sprintf("%s still names %s.%s, which CHANGELOG.md lists as removed or renamed", src, pkg, old))
+			}
+		}
+	}
+	return problems
 }
 
 // compound reports whether name is more than one capitalised word:
@@ -400,9 +416,22 @@ func TestTheCheckFindsWhatItLooksFor(t *testing.T) {
 	if want := []string{"drift.Ensure", "drift.NoSuchThing", "reconcile.Loop.Validate"}; fmt.Sprint(found) != fmt.Sprint(want) {
 		t.Errorf("references found %v, want %v", found, want)
 	}
-	apis := map[string]names{"finalizer": mustLoad(t, "finalizer")}
-	if gone := removed(t, apis); !slices.Contains(gone["finalizer"], "Ensure") {
+	apis, _, exists := loadLibraries(t)
+	gone, _ := changelogNames(t, apis)
+	if !slices.Contains(gone["finalizer"], "Ensure") {
 		t.Errorf("CHANGELOG's finalizer.Ensure (renamed Add) is not among the removed names: %v", gone["finalizer"])
+	}
+	doc := "Call drift.NoSuchThing, then finalizer.Ensure; see [Registry.Run] and [Set]."
+	got := checkSource("go doc finalizer", doc, apis, exists, gone)
+	want := []string{
+		"go doc finalizer names drift.NoSuchThing, which does not exist",
+		"go doc finalizer names finalizer.Ensure, which does not exist",
+		"go doc finalizer links to [Set], which does not exist in package finalizer",
+		"go doc finalizer still names Set, which CHANGELOG.md lists as removed or renamed",
+		"go doc finalizer still names finalizer.Ensure, which CHANGELOG.md lists as removed or renamed",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems in a sample doc of finalizer (-want +got):\n%s", diff)
 	}
 }
 
@@ -419,7 +448,7 @@ func mustLoad(t *testing.T, dir string) names {
 func TestEnginesAndLoopStaySmall(t *testing.T) {
 	for _, pkg := range []string{"compare", "drift", "reconcile"} {
 		n, d := load(t, filepath.Join(root, libraries[pkg]))
-		old := deprecated(d)
+		old := deprecatedNames(d)
 		var all, kept []string
 		for name := range n.top {
 			if old[name] {
@@ -437,12 +466,12 @@ func TestEnginesAndLoopStaySmall(t *testing.T) {
 	}
 }
 
-// deprecated returns the top-level names of d whose documentation has a
-// "Deprecated:" paragraph.
-func deprecated(d *doc.Package) map[string]bool {
+// deprecatedNames returns the top-level names of d whose documentation
+// has a "Deprecated:" paragraph.
+func deprecatedNames(d *doc.Package) map[string]bool {
 	out := map[string]bool{}
 	mark := func(doc string, names ...string) {
-		if strings.Contains(doc, "\nDeprecated: ") || strings.HasPrefix(doc, "Deprecated: ") {
+		if deprecated(doc) {
 			for _, n := range names {
 				out[n] = true
 			}

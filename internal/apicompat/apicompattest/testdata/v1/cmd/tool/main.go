@@ -1,0 +1,7 @@
+// Command tool is a command: not compared.
+package main
+
+// Changes changes between v1 and v2 without counting.
+func Changesv1() {}
+
+func main() {}

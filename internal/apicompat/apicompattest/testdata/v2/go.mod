@@ -1,0 +1,3 @@
+module example.com/widget
+
+go 1.26
