@@ -103,6 +103,9 @@ type Member struct {
 	leaving  map[int]chan struct{}
 	started  bool
 	acquired []func(context.Context, Range) // see onAcquire
+	// epochs numbers the holdings: each acquisition of a range is a new
+	// one, which the caches following m hand over (cachedRanges).
+	epochs uint64
 	// cacheFollowers are told when the ranges held change (followCache).
 	cacheFollowers []chan struct{}
 }
@@ -110,6 +113,7 @@ type Member struct {
 // holding is a range this replica holds.
 type holding struct {
 	ctx      context.Context // cancelled when the range is lost or given up
+	epoch    uint64          // numbers this holding among m's (from 1)
 	draining bool
 	inFlight int
 	idle     chan struct{} // closed when draining and inFlight reaches 0
@@ -485,7 +489,8 @@ func (m *Member) elect(ctx context.Context, i int) {
 // acquire records that range i is held, until ctx ends.
 func (m *Member) acquire(ctx context.Context, i int) {
 	m.mu.Lock()
-	h := &holding{ctx: ctx}
+	m.epochs++
+	h := &holding{ctx: ctx, epoch: m.epochs}
 	if m.leaving[i] != nil {
 		// Acquired while being given up: it admits no work, and leave
 		// releases it.
