@@ -369,19 +369,26 @@ func observe(at *atv1.At, pod *corev1.Pod) {
 	at.Status.ExitCode = exitCode(pod)
 }
 
-// podFinished lets through the Pod events an At acts on: its Pod finished
-// (Succeeded or Failed) or is gone. The Pod's creation (we created it) and
-// its other changes (scheduled, started) need no reconcile, and skipping
-// them spares a reconcile that would read the At from a cache not yet
-// holding our last status write. After a controller restart the Ats' own
-// create events come first, so a Pod that finished meanwhile is seen then.
+// podFinished lets through the Pod events an At acts on: its Pod is seen
+// finished (Succeeded or Failed) for the first time, or is gone. The Pod's
+// creation (we created it) and its other changes (scheduled, started) need
+// no reconcile, and skipping them spares a reconcile that would read the At
+// from a cache not yet holding our last status write.
+//
+// "Seen finished for the first time" is an update to finished, or the add
+// of a Pod that is finished already: an informer that lists again (after an
+// API server restart, an expired watch, or a range a sharded replica
+// acquires) adds every Pod it did not hold, and a Pod created and finished
+// while its watch was down comes only as such an add. Its At waits for no
+// other event: an At woken only by updates stayed RUNNING for good (issue
+// 39, TestAnAtWakesWhenItsPodIsFirstSeenFinished).
 func podFinished() predicate.Funcs {
 	finished := func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
 		return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
 	}
 	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool { return finished(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool { return !finished(e.ObjectOld) && finished(e.ObjectNew) },
 	}
 }
