@@ -22,6 +22,9 @@ func (r Runner) OldExamples(ctx context.Context, root, rev string) error {
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(filepath.Join(old, "examples")); os.IsNotExist(err) {
+		return nil // no examples in that release
+	}
 	dst := filepath.Join(os.TempDir(), "reconcilekit-upgrade-"+filepath.Base(old))
 	if err := os.RemoveAll(dst); err != nil {
 		return err
@@ -34,7 +37,8 @@ func (r Runner) OldExamples(ctx context.Context, root, rev string) error {
 		if f == "" || strings.HasPrefix(f, "examples/") {
 			continue
 		}
-		if err := copyFile(filepath.Join(root, f), filepath.Join(dst, f)); err != nil {
+		// A file deleted from the work tree, not yet committed, is gone.
+		if err := copyFile(filepath.Join(root, f), filepath.Join(dst, f)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
 	}
