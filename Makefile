@@ -31,7 +31,7 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 	if $(GO) list -m all | grep -q '^k8s.io/kubernetes '; then echo "k8s.io/kubernetes leaked into go.mod"; exit 1; fi; \
 	if $(GO) list -deps -test ./... | grep -qE '^(k8s.io/kubernetes|go.etcd.io/etcd/server)/'; then \
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTFLAGS) ./... || exit 1; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -timeout 45m $(TESTFLAGS) ./... || exit 1; \
 	echo "examples/kubebuilder/memcached (its own module: the kubebuilder scaffold on reconcilekit)"; \
 	cd examples/kubebuilder/memcached && $(GO) vet ./... && \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTFLAGS) $$($(GO) list ./... | grep -v /e2e)
