@@ -90,17 +90,19 @@ func (h Health) object() string {
 // ParentCondition returns the reason and message a parent's summary
 // conditions (Reconciling or Stalled) carry for a child of health h: the
 // child's kind before its reason, so that the reason names both
-// ("DeploymentProgressDeadlineExceeded", "JobBackoffLimitExceeded"), and the
+// ("DeploymentProgressDeadlineExceeded", "JobBackoffLimitExceeded"; its
+// status stands for a reason it lacks: "WidgetInProgress"), and the
 // child's kind, namespace and name before its message ("Deployment shop/web:
 // waiting for 3 updated replicas to be available"). [Mark] and
 // reconcile.Progress.WithChildren set the parent's conditions with them.
 func (h Health) ParentCondition() (reason, message string) {
-	reason = conditionReason(h.Kind + h.Reason)
+	word := string(InProgress) // a Status of no known value counts as InProgress
+	if h.Status == Failed || h.Status == Current {
+		word = string(h.Status)
+	}
+	reason = conditionReason(h.Kind + orDefault(h.Reason, word))
 	if reason == "" {
-		reason = string(InProgress)
-		if h.Status == Failed {
-			reason = string(Failed)
-		}
+		reason = word
 	}
 	message = h.object()
 	if h.Message != "" {
