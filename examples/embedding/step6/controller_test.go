@@ -23,7 +23,7 @@ func TestWebsite(t *testing.T) {
 	guidetest.Test(t, &env, guidetest.Steps[6], guidetest.Expect{
 		ReadyMeansAvailable: true,
 		ResyncWrites:        nil,
-		Failure:      metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: step6.ReasonInvalidHostname},
-		Terminal:     true,
+		Failure:             metav1.Condition{Type: "Stalled", Status: metav1.ConditionTrue, Reason: step6.ReasonInvalidHostname},
+		Terminal:            true,
 	})
 }
