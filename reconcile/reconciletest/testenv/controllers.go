@@ -44,6 +44,14 @@ const NodeName = "testenv-node"
 //go:embed kwok-stages.yaml
 var kwokStages []byte
 
+// components are what testenv started beside envtest for
+// Options.ControllerManager and Options.Kwok.
+type components struct {
+	processes  []*process
+	stopBinder func()
+	workDir    string
+}
+
 // process is a control-plane component testenv started beside envtest.
 type process struct {
 	name string
@@ -140,7 +148,7 @@ func (e *Env) startControllers(te *envtest.Environment, opts Options) (err error
 	if err != nil {
 		return fmt.Errorf("testenv: %w", err)
 	}
-	e.workDir = dir
+	e.extra = &components{workDir: dir}
 	kubeconfig := func(name string) (string, error) {
 		user, err := te.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
 		if err != nil {
@@ -165,7 +173,7 @@ func (e *Env) startControllers(te *envtest.Environment, opts Options) (err error
 		if err != nil {
 			return err
 		}
-		e.processes = append(e.processes, p)
+		e.extra.processes = append(e.extra.processes, p)
 	}
 	if opts.Kwok {
 		ctx := context.Background()
@@ -187,14 +195,14 @@ func (e *Env) startControllers(te *envtest.Environment, opts Options) (err error
 		if err != nil {
 			return err
 		}
-		e.processes = append(e.processes, p)
+		e.extra.processes = append(e.extra.processes, p)
 		bctx, cancel := context.WithCancel(ctx)
 		done := make(chan struct{})
 		go func() {
 			defer close(done)
 			bindPods(bctx, c)
 		}()
-		e.stopBinder = func() { cancel(); <-done }
+		e.extra.stopBinder = func() { cancel(); <-done }
 	}
 	return nil
 }
@@ -202,23 +210,22 @@ func (e *Env) startControllers(te *envtest.Environment, opts Options) (err error
 // stopControllers ends what startControllers started, and reports a
 // component that had stopped by itself.
 func (e *Env) stopControllers() error {
-	if e.stopBinder != nil {
-		e.stopBinder()
-		e.stopBinder = nil
+	x := e.extra
+	if x == nil {
+		return nil
+	}
+	e.extra = nil
+	if x.stopBinder != nil {
+		x.stopBinder()
 	}
 	var errs []error
-	for _, p := range e.processes {
+	for _, p := range x.processes {
 		errs = append(errs, p.stop())
 	}
-	e.processes = nil
 	if err := errors.Join(errs...); err != nil {
 		return err // keep the logs the error points at
 	}
-	if e.workDir != "" {
-		_ = os.RemoveAll(e.workDir)
-		e.workDir = ""
-	}
-	return nil
+	return os.RemoveAll(x.workDir)
 }
 
 // nodeLabels are the labels of the kwok node.

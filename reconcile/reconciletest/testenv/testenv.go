@@ -99,10 +99,9 @@ type Env struct {
 	reader      client.Client
 	// attached: te was started by someone else, who stops it.
 	attached bool
-	// What Options.ControllerManager and Options.Kwok started.
-	processes  []*process
-	stopBinder func()
-	workDir    string
+	// What Options.ControllerManager and Options.Kwok started (a pointer,
+	// so that Env stays comparable).
+	extra *components
 }
 
 // FindAssets returns the directory of the control-plane binaries tests
