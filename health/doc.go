@@ -80,9 +80,10 @@
 // surged one at a time), the parent writes its status 4 times while the
 // Deployment is stored 22 times.
 //
-// Of costs 48 ns and no allocation on a typed Deployment; kstatus, which
-// reads unstructured content only, costs 4.3 µs on unstructured content
-// and 21 µs with the conversion of a typed object (BenchmarkOf).
+// Of costs 0.05 to 0.5 µs and at most one allocation (a formatted
+// message) on a typed Deployment; kstatus, which reads unstructured content
+// only, costs 4.3 µs on unstructured content and 21 µs with the conversion
+// of a typed object (BenchmarkOf).
 //
 // # The rules
 //
