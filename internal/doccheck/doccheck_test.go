@@ -40,6 +40,8 @@ var libraries = map[string]string{
 	"freshness":     "freshness",
 	"health":        "health",
 	"shard":         "shard",
+	"ranges":        "shard/ranges",
+	"follow":        "shard/follow",
 	"reconcile":     "reconcile",
 	"reconciletest": "reconcile/reconciletest",
 	"testenv":       "reconcile/reconciletest/testenv",
