@@ -13,6 +13,12 @@ GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at
 # (about 10 minutes on 2 cores), reusing them afterwards. An existing
 # KUBEBUILDER_ASSETS is honoured and nothing is built.
 ENVTEST_ASSETS = $(GO) run ./cmd/envtest-assets
+# CONTROLLER_ASSETS are what the tests of children's health need beside the
+# API server (testenv.Options.ControllerManager and Kwok): the health
+# package's and the embedding guide's run kube-controller-manager and kwok,
+# so that Deployments roll out and Jobs fail as in a cluster. Built once
+# (about 2 minutes on 2 cores after kube-apiserver), then cached.
+CONTROLLER_ASSETS = -controller-manager -kwok $(KWOK_VERSION)
 # APICOMPAT compares the exported API with the last release (.ci/releases)
 # and fails on an incompatible change CHANGELOG.md does not name under
 # Unreleased (docs/releasing.md, "The API check").
@@ -22,7 +28,7 @@ KWOK_VERSION := v0.8.0
 
 .PHONY: test
 test: verify-generate ## Obtain envtest assets, vet, check formatting, compare the API with the last release, run every test with -race.
-	@assets="$$($(ENVTEST_ASSETS))"; \
+	@assets="$$($(ENVTEST_ASSETS) $(CONTROLLER_ASSETS))"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
 	unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi; \
@@ -81,8 +87,8 @@ bench: ## Measure the At operator against the hand-written and the naive At, and
 		-at.command="make bench BENCH_ATS=$(BENCH_ATS) BENCH_WORKERS=$(BENCH_WORKERS) BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_SPREAD=$(BENCH_SPREAD) BENCH_UNRELATED=$(BENCH_UNRELATED) BENCH_SHARDED=$(BENCH_SHARDED)$(if $(BENCH_PROFILE), BENCH_PROFILE=$(BENCH_PROFILE))"
 
 .PHONY: assets
-assets: ## Build (or find) the envtest binaries and print their directory.
-	@$(ENVTEST_ASSETS)
+assets: ## Build (or find) the envtest binaries (those make test needs) and print their directory.
+	@$(ENVTEST_ASSETS) $(CONTROLLER_ASSETS)
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code, CRD manifests and the At operator's RBAC role from the Go sources.
@@ -105,7 +111,7 @@ verify-generate: generate ## Fail when committed generated files are out of date
 # when the committed table is stale.
 .PHONY: docs
 docs: ## Measure the embedding guide's steps on envtest and rewrite its table.
-	@assets="$$($(ENVTEST_ASSETS))"; \
+	@assets="$$($(ENVTEST_ASSETS) $(CONTROLLER_ASSETS))"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -run '^TestGuideTable$$' ./examples/embedding/ -args -update
 
 .PHONY: help

@@ -73,8 +73,8 @@ func main() {
 	kube := flag.String("kube", defKube, "k8s.io/kubernetes version to build kube-apiserver from (env RECONCILEKIT_KUBE_VERSION)")
 	etcd := flag.String("etcd", defEtcd, "go.etcd.io/etcd/server/v3 version to build etcd from (env RECONCILEKIT_ETCD_VERSION)")
 	dir := flag.String("dir", "", "asset directory (default: RECONCILEKIT_ENVTEST_DIR, else a per-version directory in the user cache)")
-	kcm := flag.Bool("controller-manager", false, "also build kube-controller-manager (real garbage collection in tests)")
-	kwok := flag.String("kwok", "", "also build kwok at this version (e.g. v0.8.0), the Pod lifecycle simulator the At demo uses")
+	kcm := flag.Bool("controller-manager", false, "also build kube-controller-manager (real workload controllers and garbage collection in tests)")
+	kwok := flag.String("kwok", "", "also build kwok at this version (e.g. v0.8.0), the Pod lifecycle simulator of the At demo and of testenv.Options.Kwok")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)

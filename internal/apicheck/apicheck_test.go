@@ -30,6 +30,7 @@ var libraries = []string{
 	"compare",
 	"drift",
 	"freshness",
+	"health",
 	"shard/ranges",
 	"shard",
 	"shard/follow",

@@ -32,7 +32,7 @@ var allowed = map[string]string{}
 // mustFind are library packages the walk must find, so that a change in
 // the layout cannot make the test check nothing.
 var mustFind = []string{
-	"errors", "requeue", "status", "finalizer", "ownership", "drift", "freshness", "shard",
+	"errors", "requeue", "status", "finalizer", "ownership", "drift", "freshness", "health", "shard",
 	"reconcile", "reconcile/reconciletest", "reconcile/reconciletest/testenv",
 }
 

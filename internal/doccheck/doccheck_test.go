@@ -38,6 +38,7 @@ var libraries = map[string]string{
 	"compare":       "compare",
 	"drift":         "drift",
 	"freshness":     "freshness",
+	"health":        "health",
 	"shard":         "shard",
 	"ranges":        "shard/ranges",
 	"follow":        "shard/follow",

@@ -18,7 +18,12 @@
 //     object as last seen ([Env.WaitFor], [Env.WaitForCondition],
 //     [Manager.WaitConverged]);
 //   - a cache that lags on purpose ([ManagerOptions.CacheDelay]), so a
-//     test sees the stale reads production sees under load.
+//     test sees the stale reads production sees under load;
+//   - on request, the controllers of a cluster beside the API server:
+//     kube-controller-manager ([Options.ControllerManager]: Deployments,
+//     ReplicaSets, Jobs, the garbage collector, ...) and kwok as the
+//     kubelet of one node ([Options.Kwok]), so that the children an
+//     operator creates get the statuses they get in a cluster.
 //
 // # Getting the binaries
 //

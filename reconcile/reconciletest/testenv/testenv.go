@@ -53,6 +53,26 @@ type Options struct {
 	// server, so [Main] starts none for a run that selects no tests
 	// (-run '^$', as benchmark runs are written).
 	PureBenchmarks bool
+	// ControllerManager runs kube-controller-manager beside the API server,
+	// so that the objects an operator creates get the statuses a cluster
+	// gives them: the controllers of Deployments, ReplicaSets,
+	// StatefulSets, DaemonSets, Jobs and CronJobs, the garbage collector,
+	// and those of namespaces, service accounts, EndpointSlices and
+	// PersistentVolume binding. Without kubelets, Pods stay Pending: add
+	// Kwok. It needs kube-controller-manager among the binaries:
+	// go run github.com/reconcilekit/reconcilekit/cmd/envtest-assets
+	// -controller-manager builds it; without it, tests skip as without the
+	// API server (or fail in CI).
+	ControllerManager bool
+	// Kwok runs kwok (sigs.k8s.io/kwok) as the kubelet of one node,
+	// [NodeName], and binds every Pod without a node to it, as a scheduler
+	// would (envtest runs none), unless its nodeSelector asks for labels
+	// the node lacks: that Pod is marked Unschedulable and stays Pending. A Pod is Running and Ready half a second
+	// after it is bound; a container whose command is "false" exits 1 half
+	// a second later, failing its Pod; a Job's other Pods succeed after a
+	// second. It needs kwok among the binaries (envtest-assets -kwok
+	// v0.8.0).
+	Kwok bool
 }
 
 // Env is a running control plane: a real kube-apiserver and etcd, started by
@@ -79,6 +99,9 @@ type Env struct {
 	reader      client.Client
 	// attached: te was started by someone else, who stops it.
 	attached bool
+	// What Options.ControllerManager and Options.Kwok started (a pointer,
+	// so that Env stays comparable).
+	extra *components
 }
 
 // FindAssets returns the directory of the control-plane binaries tests
@@ -121,7 +144,8 @@ func Start(opts Options) (*Env, error) {
 // when te did not install them already. [Env.Stop] forgets the control
 // plane and leaves it running; te's owner stops it. [Env.Kubectl] finds
 // kubectl in te.BinaryAssetsDirectory or, failing that, where [FindAssets]
-// looks.
+// looks. opts.ControllerManager and opts.Kwok start beside te's API
+// server, from the same directory, and Env.Stop stops them.
 func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 	if te == nil || te.Config == nil {
 		return nil, errors.New("testenv: Attach needs a started envtest.Environment (te.Config is nil: call te.Start first)")
@@ -150,6 +174,10 @@ func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 	e := &Env{Config: cfg, Scheme: s, Assets: assets, te: te, reader: reader, attached: true, waitTimeout: opts.WaitTimeout}
 	if e.waitTimeout <= 0 {
 		e.waitTimeout = DefaultWaitTimeout
+	}
+	if err := e.startControllers(te, opts); err != nil {
+		_ = e.stopControllers()
+		return nil, err
 	}
 	return e, nil
 }
@@ -180,6 +208,9 @@ func (e *Env) start(opts Options) error {
 	if err != nil {
 		return err
 	}
+	if err := needAssets(assets, opts); err != nil {
+		return err
+	}
 	te := &envtest.Environment{
 		BinaryAssetsDirectory:    assets,
 		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
@@ -200,6 +231,12 @@ func (e *Env) start(opts Options) error {
 		return fmt.Errorf("testenv: client: %w", err)
 	}
 	e.Config, e.Assets, e.te, e.reader = cfg, assets, te, reader
+	if err := e.startControllers(te, opts); err != nil {
+		_ = e.stopControllers()
+		_ = te.Stop()
+		e.Config, e.te, e.reader = nil, nil, nil
+		return err
+	}
 	e.waitTimeout = opts.WaitTimeout
 	if e.waitTimeout <= 0 {
 		e.waitTimeout = DefaultWaitTimeout
@@ -215,9 +252,9 @@ func (e *Env) Stop() error {
 	if e == nil || e.te == nil {
 		return nil
 	}
-	var err error
+	err := e.stopControllers()
 	if !e.attached {
-		err = e.te.Stop()
+		err = errors.Join(err, e.te.Stop())
 	}
 	e.Config, e.te, e.reader = nil, nil, nil
 	e.reason = "testenv: the control plane was stopped"

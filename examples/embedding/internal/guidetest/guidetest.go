@@ -31,16 +31,21 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
+	"github.com/reconcilekit/reconcilekit/health"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
 // CRDs returns what every test package of the guide passes to
 // testenv.Main: the Website CRD at path (relative to the test package) and
-// the Website types.
+// the Website types, on a control plane that runs the controllers of a
+// cluster (kube-controller-manager, and kwok as a kubelet), so that a
+// Website's Deployment rolls out as it would in one.
 func CRDs(path string) testenv.Options {
 	return testenv.Options{
 		CRDDirectoryPaths: []string{path},
 		AddToScheme:       []func(*runtime.Scheme) error{webv1.AddToScheme},
+		ControllerManager: true,
+		Kwok:              true,
 	}
 }
 
@@ -213,6 +218,17 @@ func (f *Fixture) Deployment(t *testing.T, site *webv1.Website) *appsv1.Deployme
 		t.Fatalf("the Deployment of %s: %v", site.Name, err)
 	}
 	return d
+}
+
+// CheckAvailable checks that the Website's Deployment, read from the API
+// server, is Current (rolled out and available at its generation), as a
+// Website that reports its children's health says when it is Ready.
+func (f *Fixture) CheckAvailable(t *testing.T, site *webv1.Website) {
+	t.Helper()
+	d := f.Deployment(t, site)
+	if h, err := health.Of(d); err != nil || h.Status != health.Current {
+		t.Errorf("the Website is Ready while its Deployment is %v (%v)", h, err)
+	}
 }
 
 // Record returns the Website's DNS record, read from the API server.

@@ -27,6 +27,11 @@ type Expect struct {
 	// which controller-runtime does not retry. Otherwise it must be
 	// retried.
 	Terminal bool
+	// ReadyMeansAvailable says that the Website is Ready only when its
+	// Deployment is available at its latest generation: whenever the
+	// Website is seen Ready, its Deployment, read afterwards, is Current
+	// (package health).
+	ReadyMeansAvailable bool
 }
 
 // Test runs the guide's scenario on a step, in two parallel subtests:
@@ -43,6 +48,9 @@ func Test(t *testing.T, env *testenv.Env, step Step, want Expect) {
 		f := Start(t, env, step)
 		site := f.Create(t, "shop", "shop.example.com")
 		f.WaitConverged(t, site)
+		if want.ReadyMeansAvailable {
+			f.CheckAvailable(t, site)
+		}
 
 		d := f.Deployment(t, site)
 		if ref := metav1.GetControllerOf(d); ref == nil || ref.UID != site.UID {
@@ -65,6 +73,9 @@ func Test(t *testing.T, env *testenv.Env, step Step, want Expect) {
 		}
 
 		f.SetReplicas(t, site, 2)
+		if want.ReadyMeansAvailable {
+			f.CheckAvailable(t, site)
+		}
 		f.Delete(t, site)
 	})
 

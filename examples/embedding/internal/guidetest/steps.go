@@ -10,6 +10,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step3"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step4"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step5"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step6"
 )
 
 // Steps are the guide's steps in order, each wired as its main.go would
@@ -56,6 +57,19 @@ var Steps = []Step{{
 	RecordsEvents: true,
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
 		r := &step5.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
+			Recorder: mgr.GetEventRecorder("website")}
+		loop, err := r.Loop()
+		if err != nil {
+			return err
+		}
+		return r.Watches(mgr).Complete(wrap(loop))
+	},
+}, {
+	Package:       "step6",
+	Adopts:        "`health`",
+	RecordsEvents: true,
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step6.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
 			Recorder: mgr.GetEventRecorder("website")}
 		loop, err := r.Loop()
 		if err != nil {
