@@ -17,7 +17,8 @@
 //   - Deletion still runs the object's finalizers: deleting a suspended
 //     object must not hang.
 //   - The conditions say so: [Mark] sets Suspended=True (message: why,
-//     from Requested) and leaves Ready, Reconciling, Stalled and
+//     from Requested; its observedGeneration follows the object's, so a
+//     spec edit costs one status write) and leaves Ready, Reconciling, Stalled and
 //     status.observedGeneration as the last reconcile decided them, since
 //     nothing new is known of the object. kstatus (kubectl wait, Flux,
 //     Argo CD, cli-utils) reads it as it was left, and a spec edited while
