@@ -16,6 +16,12 @@ import (
 //
 //	kubectl annotate widget/w reconcilekit.io/suspend=true
 //	kubectl annotate widget/w reconcilekit.io/suspend-
+//
+// Users type it, during an incident: it is short, in the library's domain.
+// (The library's own marks, such as ownership.LinkLabel, which only the
+// library writes, carry their package's subdomain.) Flux has no such
+// annotation to share: its kinds are suspended by spec.suspend, which
+// [Getter] serves.
 const Annotation = "reconcilekit.io/suspend"
 
 // Getter is an API type with a field of its own that suspends it, such as
