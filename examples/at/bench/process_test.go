@@ -522,6 +522,12 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 	go p.sample()
 	tb.Cleanup(func() {
 		p.stop(tb)
+		if *keepLogs != "" {
+			if b, err := os.ReadFile(p.log); err == nil {
+				_ = os.MkdirAll(*keepLogs, 0o755)
+				_ = os.WriteFile(filepath.Join(*keepLogs, strings.ReplaceAll(tb.Name(), "/", "_")+"."+name+".log"), b, 0o644)
+			}
+		}
 		if tb.Failed() {
 			b, _ := os.ReadFile(p.log)
 			tb.Logf("log of %s (last 15 lines):\n%s", name, lastLines(string(b), 15))

@@ -21,7 +21,7 @@ import (
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // leaseTimings are a sharded At's leader election timings, for every one
@@ -447,7 +447,7 @@ func testShardedAts(t *testing.T, gated bool) {
 		if at.Status.Phase != atv1.PhaseDone || podsOf[at.Name] != 1 || seen[at.Name] != 1 {
 			done.add("%s: phase %q, %d Pods now, %d seen by the kubelet", at.Name, at.Status.Phase, podsOf[at.Name], seen[at.Name])
 		}
-		r, err := shard.Of(at, shardRanges)
+		r, err := ranges.Of(at, shardRanges)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -461,58 +461,16 @@ func testShardedAts(t *testing.T, gated bool) {
 	leaseRules := problems{what: "the range Leases changed hands as leader election allows", list: broken}
 	leaseRules.report(t)
 
-	// Each At's and each Pod's writes: how many, by whom, when.
-	type atWrites struct {
-		counts map[string]writeCount // by target
-		users  map[string]bool
-		// all are every request on the At or its Pod, for the failures.
-		all []string
-	}
-	writes := map[string]*atWrites{}
-	perTarget := map[string]int{}
-	var unknownOutcome []string
+	// Each At's and each Pod's writes: how many, by whom, when; each
+	// received while its writer held the At's range.
 	fenced := problems{what: "every write to an At or its Pod received while its writer held the At's range"}
-	unknown := problems{what: "every write to an At or a Pod is to one of the test's Ats or their Pods"}
-	for _, r := range reqs {
-		if r.Resource != "ats" && r.Resource != "pods" || r.Name == "" {
-			continue
-		}
-		name := r.Name
-		if r.Resource == "pods" {
-			name = podAt[r.Name]
-		}
-		rng, ok := rangeOf[name]
-		if (!ok || r.Namespace != ns) && mayHaveApplied(r) {
-			unknown.add("%s: %s %s/%s (%d)", r.User, r.Target(), r.Namespace, r.Name, r.Code)
-		}
-		if !ok {
-			continue
-		}
-		w := writes[name]
-		if w == nil {
-			w = &atWrites{counts: map[string]writeCount{}, users: map[string]bool{}}
-			writes[name] = w
-		}
-		w.all = append(w.all, fmt.Sprintf("%s→%s %s %s %s %d", stamp(r.Received), stamp(r.Staged), r.User, r.Target(), r.Name, r.Code))
-		if !mayHaveApplied(r) {
-			continue
-		}
-		c := w.counts[r.Target()]
-		if r.Accepted() {
-			c.accepted++
-			perTarget[r.Target()]++
-		} else {
-			c.unknown++
-			unknownOutcome = append(unknownOutcome, fmt.Sprintf("%s %s %s at %s: %d", r.User, r.Target(), r.Name, stamp(r.Received), r.Code))
-		}
-		w.counts[r.Target()] = c
-		w.users[r.User] = true
+	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, func(r bench.AuditRequest, at string) {
+		rng := rangeOf[at]
 		if _, ok := heldBy(hs, rangeLease(rng, shardRanges), r.User, r.Received); !ok {
-			fenced.add("%s: %s %s of At %s (range %d) at %s (%d), without holding %s", r.User, r.Target(), r.Name, name, rng,
+			fenced.add("%s: %s %s of At %s (range %d) at %s (%d), without holding %s", r.User, r.Target(), r.Name, at, rng,
 				stamp(r.Received), r.Code, rangeLease(rng, shardRanges))
 		}
-	}
-	unknown.report(t)
+	})
 	fenced.report(t)
 
 	versions, lists := hist.versions()
@@ -522,26 +480,11 @@ func testShardedAts(t *testing.T, gated bool) {
 	once := problems{what: "each At: one Pod create, one finalizer patch, one status write per status, each a step forward, nothing else"}
 	moved := 0
 	for _, at := range atList.Items {
-		w := writes[at.Name]
-		if w == nil {
-			once.add("%s: no write", at.Name)
-			continue
-		}
-		if len(w.users) > 1 {
+		if w := writes[at.Name]; w != nil && len(w.users) > 1 {
 			moved++
 		}
 		statuses := versions[at.Name]
-		want := map[string]int{"create pods": 1, "patch ats": 1, "patch ats/status": len(statuses)}
-		var wrong []string
-		targets := maps.Clone(want)
-		for k := range w.counts {
-			targets[k] += 0
-		}
-		for _, target := range slices.Sorted(maps.Keys(targets)) {
-			if c := w.counts[target]; !c.allows(want[target]) {
-				wrong = append(wrong, fmt.Sprintf("%s: %d accepted + %d of unknown outcome, want %d", target, c.accepted, c.unknown, want[target]))
-			}
-		}
+		wrong := checkAtWrites(writes[at.Name], func(c writeCount) bool { return c.allows(len(statuses)) })
 		prev := atv1.Phase("")
 		for _, st := range statuses {
 			if phaseRank[st.Phase] <= phaseRank[prev] {
@@ -551,8 +494,7 @@ func testShardedAts(t *testing.T, gated bool) {
 			prev = st.Phase
 		}
 		if len(wrong) > 0 {
-			once.add("%s (written by %v): %s; statuses %v; its requests: %s", at.Name, slices.Sorted(maps.Keys(w.users)),
-				strings.Join(wrong, "; "), phasesOf(statuses), strings.Join(w.all, ", "))
+			once.add("%s: %s; statuses %v", at.Name, strings.Join(wrong, "; "), phasesOf(statuses))
 		}
 	}
 	once.report(t)
@@ -650,6 +592,103 @@ func testShardedAts(t *testing.T, gated bool) {
 			u, d.P50.Round(time.Millisecond), d.P99.Round(time.Millisecond), d.Max.Round(time.Millisecond), lt.retry)
 	}
 	t.Logf("the test took %s", time.Since(began).Round(time.Second))
+}
+
+// atWrites are the writes to one At and its Pod that may have been applied.
+type atWrites struct {
+	counts map[string]writeCount // by target
+	users  map[string]bool
+	// all are every request on the At or its Pod, for the failures.
+	all []string
+}
+
+// auditAtWrites collects, from the audit log, the writes to each of ats
+// (in namespace ns) and to its Pod that may have been applied, with check
+// called on each; a write to an At or Pod that is none of them fails the
+// test. It returns the writes by At, the accepted ones by target in all,
+// and those of unknown outcome.
+func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv1.At, check func(r bench.AuditRequest, at string)) (map[string]*atWrites, map[string]int, []string) {
+	t.Helper()
+	isAt := map[string]bool{}
+	podAt := map[string]string{}
+	for i := range ats {
+		isAt[ats[i].Name] = true
+		podAt[controller.PodName(&ats[i])] = ats[i].Name
+	}
+	writes := map[string]*atWrites{}
+	perTarget := map[string]int{}
+	var unknownOutcome []string
+	unknown := problems{what: "every write to an At or a Pod is to one of the test's Ats or their Pods"}
+	for _, r := range reqs {
+		if r.Resource != "ats" && r.Resource != "pods" || r.Name == "" {
+			continue
+		}
+		name := r.Name
+		if r.Resource == "pods" {
+			name = podAt[r.Name]
+		}
+		ok := isAt[name]
+		if (!ok || r.Namespace != ns) && mayHaveApplied(r) {
+			unknown.add("%s: %s %s/%s (%d)", r.User, r.Target(), r.Namespace, r.Name, r.Code)
+		}
+		if !ok {
+			continue
+		}
+		w := writes[name]
+		if w == nil {
+			w = &atWrites{counts: map[string]writeCount{}, users: map[string]bool{}}
+			writes[name] = w
+		}
+		w.all = append(w.all, fmt.Sprintf("%s→%s %s %s %s %d", stamp(r.Received), stamp(r.Staged), r.User, r.Target(), r.Name, r.Code))
+		if !mayHaveApplied(r) {
+			continue
+		}
+		c := w.counts[r.Target()]
+		if r.Accepted() {
+			c.accepted++
+			perTarget[r.Target()]++
+		} else {
+			c.unknown++
+			unknownOutcome = append(unknownOutcome, fmt.Sprintf("%s %s %s at %s: %d", r.User, r.Target(), r.Name, stamp(r.Received), r.Code))
+		}
+		w.counts[r.Target()] = c
+		w.users[r.User] = true
+		if check != nil {
+			check(r, name)
+		}
+	}
+	unknown.report(t)
+	return writes, perTarget, unknownOutcome
+}
+
+// checkAtWrites says what is wrong with one At's writes: anything but one
+// Pod create and one finalizer patch, or status writes statusOK refuses.
+func checkAtWrites(w *atWrites, statusOK func(writeCount) bool) []string {
+	if w == nil {
+		return []string{"no write"}
+	}
+	targets := map[string]bool{"create pods": true, "patch ats": true, "patch ats/status": true}
+	for k := range w.counts {
+		targets[k] = true
+	}
+	var wrong []string
+	for _, target := range slices.Sorted(maps.Keys(targets)) {
+		c := w.counts[target]
+		ok := false
+		switch target {
+		case "create pods", "patch ats":
+			ok = c.allows(1)
+		case "patch ats/status":
+			ok = statusOK(c)
+		}
+		if !ok {
+			wrong = append(wrong, fmt.Sprintf("%s: %d accepted + %d of unknown outcome", target, c.accepted, c.unknown))
+		}
+	}
+	if len(wrong) > 0 {
+		wrong = append(wrong, fmt.Sprintf("written by %v; its requests: %s", slices.Sorted(maps.Keys(w.users)), strings.Join(w.all, ", ")))
+	}
+	return wrong
 }
 
 func phasesOf(sts []atv1.AtStatus) []atv1.Phase {

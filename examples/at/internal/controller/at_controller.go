@@ -49,6 +49,8 @@ import (
 	"github.com/reconcilekit/reconcilekit/request"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/follow"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 	"github.com/reconcilekit/reconcilekit/suspend"
 )
 
@@ -200,7 +202,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 
 // CacheOptions returns the manager cache settings of a sharded At
 // controller: base with [CacheByObject]'s, and the At and Pod informers
-// following the ranges m holds ([shard.Member.WrapCacheOptions]), so that a
+// following the ranges m holds (follow.CacheOptions), so that a
 // replica caches only the Ats of its ranges and their Pods (labelled with
 // their At's range when the controller creates them). Pass the same m as
 // Options.Shard:
@@ -214,7 +216,7 @@ func CacheOptions(m *shard.Member, base cache.Options) (cache.Options, error) {
 	}
 	maps.Copy(byObject, CacheByObject())
 	base.ByObject = byObject
-	return m.WrapCacheOptions(base, shard.Follow{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
+	return follow.CacheOptions(m, base, follow.Kinds{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
 }
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods
@@ -253,7 +255,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		// the Ats of a range this replica acquires come as new objects,
 		// and those of a range it left as deleted ones, which Predicate
 		// drops; Guard fences every reconcile.
-		ats = predicate.And(ats, shard.Predicate(o.Shard))
+		ats = predicate.And(ats, ranges.Predicate(o.Shard))
 		r = shard.Guard[*atv1.At](o.Shard, mgr.GetClient(), loop)
 	}
 	return b.For(&atv1.At{}, builder.WithPredicates(ats)).
@@ -294,7 +296,7 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	if r.shard != nil {
 		// The replica that holds the At's range caches its Pod by this
 		// label.
-		if err := r.shard.Label(at, pod); err != nil {
+		if err := follow.Label(r.shard, at, pod); err != nil {
 			return reconcile.Progress{}, err
 		}
 	}
@@ -353,10 +355,10 @@ func (r *AtReconciler) adoptPod(ctx context.Context, at *atv1.At, key client.Obj
 		return err
 	}
 	labelled := pod.DeepCopy()
-	if err := r.shard.Label(at, labelled); err != nil {
+	if err := follow.Label(r.shard, at, labelled); err != nil {
 		return err
 	}
-	if labelled.Labels[shard.RangeLabel] == pod.Labels[shard.RangeLabel] {
+	if labelled.Labels[follow.RangeLabel] == pod.Labels[follow.RangeLabel] {
 		return nil
 	}
 	if err := r.client.Patch(ctx, labelled, client.MergeFrom(pod)); err != nil {
@@ -382,19 +384,26 @@ func observe(at *atv1.At, pod *corev1.Pod) {
 	at.Status.ExitCode = exitCode(pod)
 }
 
-// podFinished lets through the Pod events an At acts on: its Pod finished
-// (Succeeded or Failed) or is gone. The Pod's creation (we created it) and
-// its other changes (scheduled, started) need no reconcile, and skipping
-// them spares a reconcile that would read the At from a cache not yet
-// holding our last status write. After a controller restart the Ats' own
-// create events come first, so a Pod that finished meanwhile is seen then.
+// podFinished lets through the Pod events an At acts on: its Pod is seen
+// finished (Succeeded or Failed) for the first time, or is gone. The Pod's
+// creation (we created it) and its other changes (scheduled, started) need
+// no reconcile, and skipping them spares a reconcile that would read the At
+// from a cache not yet holding our last status write.
+//
+// "Seen finished for the first time" is an update to finished, or the add
+// of a Pod that is finished already: an informer that lists again (after an
+// API server restart, an expired watch, or a range a sharded replica
+// acquires) adds every Pod it did not hold, and a Pod created and finished
+// while its watch was down comes only as such an add. Its At waits for no
+// other event: an At woken only by updates stayed RUNNING for good (issue
+// 39, TestAnAtWakesWhenItsPodIsFirstSeenFinished).
 func podFinished() predicate.Funcs {
 	finished := func(o client.Object) bool {
 		p, ok := o.(*corev1.Pod)
 		return ok && (p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed)
 	}
 	return predicate.Funcs{
-		CreateFunc: func(event.CreateEvent) bool { return false },
+		CreateFunc: func(e event.CreateEvent) bool { return finished(e.Object) },
 		UpdateFunc: func(e event.UpdateEvent) bool { return !finished(e.ObjectOld) && finished(e.ObjectNew) },
 	}
 }

@@ -1,14 +1,16 @@
-package shard
+package follow
 
 import (
 	"context"
 	"errors"
 	"fmt"
 	"maps"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -17,45 +19,65 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/reconcilekit/reconcilekit/shard/internal/kind"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // RangeLabel labels an object that a sharded controller creates and owns
 // (a child, such as the Pod of an At) with its owner's range, "<i>-of-<n>"
-// ([Member.Label]): a replica's cache lists and watches, by label selector,
-// only the children of the ranges it holds ([Member.WrapCacheOptions]).
+// ([Label]): a replica's cache lists and watches, by label selector, only
+// the children of the ranges it holds ([CacheOptions]).
 const RangeLabel = "shard.reconcilekit.dev/range"
 
-// Follow names the kinds whose informers follow the ranges a [Member]
-// holds, for [Member.WrapCacheOptions]. A kind is matched in the form the
-// cache holds it, as for [WrapCacheOptions].
-type Follow struct {
+// Holder is what a cache follows: the ranges one replica holds, as a
+// shard.Member holds them through Leases.
+type Holder interface {
+	// Holdings returns, by range index (as ranges.Split numbers them),
+	// this replica's holding of each range its caches hold, and 0 for the
+	// others: a number that a range gets anew each time the replica
+	// acquires it. Its length is the number of ranges.
+	Holdings() []uint64
+	// Notify returns a channel that receives a value whenever Holdings may
+	// have changed, and a function that stops it.
+	Notify() (changed <-chan struct{}, stop func())
+	// Group names the replicas' group, for the metrics.
+	Group() string
+}
+
+// Kinds names the kinds whose informers follow the ranges a [Holder]
+// holds, for [CacheOptions]. A kind is matched in the form the cache holds
+// it, as for ranges.CacheOptions.
+type Kinds struct {
 	// Objects are split by the hash of their own UID: the kind the
 	// controller reconciles (its For).
 	Objects []client.Object
 	// Children are split by their owner's range, read from [RangeLabel]:
 	// the kinds the controller creates and owns (its Owns), each labelled
-	// with [Member.Label] when it is created. A child without the label is
-	// in no range, and no replica caches it.
+	// with [Label] when it is created. A child without the label is in no
+	// range, and no replica caches it.
 	Children []client.Object
 }
 
-// Label sets [RangeLabel] on child to owner's range among m.Ranges, so that
-// the replica holding owner's range caches child ([Follow].Children). Call
-// it on each child before creating it, as controllerutil.
-// SetControllerReference. It changes nothing and returns an error when
-// m.Ranges is out of bounds or owner has no UID yet.
-func (m *Member) Label(owner, child client.Object) error {
+// Label sets [RangeLabel] on child to owner's range among h's ranges, so
+// that the replica holding owner's range caches child ([Kinds].Children).
+// Call it on each child before creating it, as controllerutil.
+// SetControllerReference. It changes nothing and returns an error when h
+// has no valid number of ranges or owner has no UID yet.
+func Label(h Holder, owner, child client.Object) error {
 	if owner.GetUID() == "" {
 		return fmt.Errorf("shard: cannot label %T %s with its owner's range: the owner %T %s has no UID yet",
 			child, client.ObjectKeyFromObject(child), owner, client.ObjectKeyFromObject(owner))
 	}
-	i, err := Of(owner, m.Ranges)
+	n := len(h.Holdings())
+	i, err := ranges.Of(owner, n)
 	if err != nil {
 		return err
 	}
@@ -63,33 +85,35 @@ func (m *Member) Label(owner, child client.Object) error {
 	if l == nil {
 		l = map[string]string{}
 	}
-	l[RangeLabel] = rangeLabelValue(i, m.Ranges)
+	l[RangeLabel] = rangeLabelValue(i, n)
 	child.SetLabels(l)
 	return nil
 }
 
 func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strconv.Itoa(n) }
 
-// WrapCacheOptions returns opts with the informers of f's kinds following
-// the ranges m holds: in a cache built from them (a manager's, through
+// CacheOptions returns opts with the informers of k's kinds following the
+// ranges h holds: in a cache built from them (a manager's, through
 // ctrl.Options.Cache), each lists and watches only the objects of those
 // ranges (the ShardSelector of the ranges for Objects, a label selector on
-// [RangeLabel] for Children), and follows them as they change: when m
+// [RangeLabel] for Children), and follows them as they change: when h
 // acquires a range, the range's objects are listed and added (the
 // controller hears of each, as of a new object) and the watch goes on with
-// the new selection; when m has released or lost one, its objects leave the
-// cache (the controller hears of their deletion, which [Predicate] drops).
-// A range being given up stays cached until its work has drained. Other
+// the new selection; when h has released or lost one, its objects leave
+// the cache (the controller hears of their deletion, which
+// ranges.Predicate drops). A range lost and acquired again, however
+// quickly, is handed over again: its objects are deleted and added. A
+// range being given up stays cached until its work has drained. Other
 // informers are left alone.
 //
-//	opts, err := member.WrapCacheOptions(cache.Options{}, shard.Follow{
+//	opts, err := follow.CacheOptions(member, cache.Options{}, follow.Kinds{
 //		Objects:  []client.Object{&v1.Widget{}},
 //		Children: []client.Object{&corev1.Pod{}},
 //	})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //
 // Every object is also filtered in the process by the same hash (or
-// label), so the cache holds only m's ranges whatever the server does with
+// label), so the cache holds only h's ranges whatever the server does with
 // a ShardSelector: on a server that ignores it the watches still carry
 // every object (no saving in traffic, the same in memory), and on one that
 // refuses it the selector is dropped, with one log line. A label selector
@@ -97,48 +121,56 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // DefaultLabelSelector) is kept and combined with the range's; children
 // with per-namespace label selectors are refused.
 //
-// Until m holds a range its informers hold nothing, so the cache syncs at
+// When a watch's connection ends (a server restarting, a watch timing out)
+// the watch is made again from where it stood, retried for about a minute
+// while the server is out of reach, without ending the informer's watch
+// (a reflector backs off longer with each watch that ends); only the
+// server's answer ("too old resource version") makes the informer list
+// again.
+//
+// Until h holds a range its informers hold nothing, so the cache syncs at
 // once. The number of objects each holds is the gauge
 // reconcilekit_shard_cached_objects, by group and kind.
-func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, error) {
-	if err := checkN(m.Ranges); err != nil {
+func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) {
+	n := len(h.Holdings())
+	split, err := ranges.Split(n)
+	if err != nil {
 		return opts, err
 	}
-	if len(f.Objects)+len(f.Children) == 0 {
+	if len(k.Objects)+len(k.Children) == 0 {
 		return opts, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
 	}
-	ranges, _ := Split(m.Ranges)
-	specs := map[informerKind]*followSpec{}
-	add := func(obj client.Object, child bool) (informerKind, *followSpec, error) {
-		k, err := kindOf(obj)
+	specs := map[kind.Key]*followSpec{}
+	add := func(obj client.Object, child bool) (kind.Key, *followSpec, error) {
+		key, err := kind.Of(obj)
 		if err != nil {
-			return k, nil, err
+			return key, nil, err
 		}
-		if specs[k] != nil {
-			return k, nil, fmt.Errorf("shard: %T is named twice in Follow", obj)
+		if specs[key] != nil {
+			return key, nil, fmt.Errorf("shard: %T is named twice in Kinds", obj)
 		}
-		specs[k] = &followSpec{m: m, ranges: ranges, child: child, kind: fmt.Sprintf("%T", obj)}
-		return k, specs[k], nil
+		specs[key] = &followSpec{h: h, n: n, ranges: split, child: child, kind: fmt.Sprintf("%T", obj)}
+		return key, specs[key], nil
 	}
-	for _, obj := range f.Objects {
+	for _, obj := range k.Objects {
 		if _, _, err := add(obj, false); err != nil {
 			return opts, err
 		}
 	}
 	byObject := maps.Clone(opts.ByObject)
-	for _, obj := range f.Children {
-		k, spec, err := add(obj, true)
+	for _, obj := range k.Children {
+		key, spec, err := add(obj, true)
 		if err != nil {
 			return opts, err
 		}
 		// controller-runtime's informers set a kind's label selector on
 		// every list and watch, over ours: the range's requirement goes in
 		// a selector that it sets instead, combined with the one it had.
-		var key client.Object = obj
+		var at client.Object = obj
 		entry := cache.ByObject{}
 		for o, bo := range byObject {
-			if ok, _ := kindOf(o); ok == k {
-				key, entry = o, bo
+			if ok, _ := kind.Of(o); ok == key {
+				at, entry = o, bo
 				break
 			}
 		}
@@ -155,7 +187,7 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 		if byObject == nil {
 			byObject = map[client.Object]cache.ByObject{}
 		}
-		byObject[key] = entry
+		byObject[at] = entry
 	}
 	opts.ByObject = byObject
 	next := opts.NewInformer
@@ -163,8 +195,8 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 		next = toolscache.NewSharedIndexInformer
 	}
 	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		k, err := kindOf(obj)
-		spec := specs[k]
+		key, err := kind.Of(obj)
+		spec := specs[key]
 		if err != nil || spec == nil {
 			return next(lw, obj, resync, indexers)
 		}
@@ -174,49 +206,29 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 	return opts, nil
 }
 
-// cachedRanges returns, by index, the ranges m's caches hold: those it
-// holds, draining ones included (their work may still read them).
-func (m *Member) cachedRanges() []bool {
-	set := make([]bool, m.Ranges)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i := range m.held {
-		if i < len(set) {
-			set[i] = true
-		}
-	}
-	return set
-}
+// holdings is, by range index, a holding of the range, or 0 for none.
+type holdings []uint64
 
-// followCache returns a channel that receives a value whenever the ranges
-// m's caches hold may have changed.
-func (m *Member) followCache() <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.cacheFollowers = append(m.cacheFollowers, ch)
-	m.mu.Unlock()
-	return ch
-}
-
-// notifyCaches tells the caches following m to look at its ranges again.
-// Called with m.mu held.
-func (m *Member) notifyCaches() {
-	for _, ch := range m.cacheFollowers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
+// set returns the ranges with a holding.
+func (h holdings) set() []bool {
+	out := make([]bool, len(h))
+	for i, e := range h {
+		out[i] = e != 0
 	}
+	return out
 }
 
 // followSpec is what the informers of one kind share.
 type followSpec struct {
-	m      *Member
-	ranges []Range
+	h      Holder
+	n      int
+	ranges []ranges.Range
 	child  bool
 	kind   string
 	// extra is the label selector the cache had for a child kind.
 	extra labels.Selector
+	// trace, when set, is told each step (the model test).
+	trace func(string)
 
 	// callMu serialises the calls of the kind's informers to the server,
 	// so that rangeSelector prints the selection of the call being made.
@@ -226,9 +238,9 @@ type followSpec struct {
 
 // index returns obj's range, or -1 for a child without a valid label.
 func (s *followSpec) index(obj metav1.Object) int {
-	n := s.m.Ranges
+	n := s.n
 	if !s.child {
-		i, _ := Of(obj.(client.Object), n)
+		i, _ := ranges.Of(obj.(client.Object), n)
 		return i
 	}
 	v := obj.GetLabels()[RangeLabel]
@@ -265,15 +277,15 @@ func (s *followSpec) labelSelector(set []bool) string {
 }
 
 // shardSelector is the ShardSelector of set.
-func shardSelector(set []bool, ranges []Range) string {
-	var rs Ranges
+func shardSelector(set []bool, split []ranges.Range) string {
+	var rs ranges.Set
 	for i, in := range set {
 		if in {
-			rs = append(rs, ranges[i])
+			rs = append(rs, split[i])
 		}
 	}
 	if len(rs) == 0 {
-		rs = Ranges{probe} // no range: the one hash 0, filtered out in the process
+		rs = ranges.Set{{Start: 0, Last: 0}} // no range: the one hash 0, filtered out in the process
 	}
 	return rs.Selector()
 }
@@ -291,7 +303,7 @@ func (r rangeSelector) current() labels.Selector {
 	if set != nil {
 		sel = *set
 	} else {
-		sel = make([]bool, r.s.m.Ranges)
+		sel = make([]bool, r.s.n)
 	}
 	parsed, err := labels.Parse(r.s.labelSelector(sel))
 	if err != nil {
@@ -326,6 +338,14 @@ func (r rangeSelector) RequiresExactMatch(label string) (string, bool) {
 }
 
 // follower is the ListerWatcher of one informer that follows the ranges.
+//
+// What it keeps is what the informer's store holds: known, the objects,
+// and covered, the holding of each range whose objects they are. Only the
+// informer's current list or watch changes them (gen): a watch the
+// reflector has stopped may still be finishing a step, and changes
+// nothing. A list, or a watch that starts with the initial events,
+// replaces them only once complete (its last page, its initial-events
+// bookmark), as the informer replaces its store only then.
 type follower struct {
 	*followSpec
 	inner   toolscache.ListerWatcher
@@ -333,19 +353,21 @@ type follower struct {
 	example runtime.Object
 
 	mu sync.Mutex
-	// known is what the informer was sent and holds, by key: the objects a
-	// range's departure deletes.
+	// known is what the informer holds, by key: the objects a range's
+	// departure deletes.
 	known map[string]known
-	// covered is the selection the informer's last list (or watch) made.
-	covered []bool
-	// listing is the selection of a paginated list under way.
-	listing []bool
+	// covered is, by range, the holding whose objects the informer holds.
+	covered holdings
+	// gen numbers the informer's lists and watches; the current one is
+	// the last.
+	gen uint64
+	// listing is the selection of a paginated list under way, and listed
+	// what its pages returned so far.
+	listing holdings
+	listed  map[string]known
 	// refused: the server fails lists with a ShardSelector; filter in the
 	// process only.
 	refused atomic.Bool
-	// notify is m's signal, taken by the informer's first watch.
-	notifyOnce sync.Once
-	notify     <-chan struct{}
 }
 
 var (
@@ -377,7 +399,7 @@ func (f *follower) call(ctx context.Context, set []bool, opts metav1.ListOptions
 	plain := opts
 	opts.ShardSelector = shardSelector(set, f.ranges)
 	l, w, err := do(opts)
-	if err == nil || watching || ctx.Err() != nil {
+	if err == nil || watching || ctx.Err() != nil || !refusal(err) {
 		return l, w, err
 	}
 	if l2, _, err2 := do(plain); err2 == nil {
@@ -387,6 +409,32 @@ func (f *follower) call(ctx context.Context, set []bool, opts metav1.ListOptions
 		return l2, nil, nil
 	}
 	return l, w, err
+}
+
+// refusal reports whether err is a server's refusal of a ShardSelector: a
+// bad request, or what kube-apiserver 1.37 answers (500, "invalid shard
+// selector: ..."). Any other failure (a server restarting, overloaded or
+// out of reach) says nothing about the selector: taken for a refusal, it
+// would leave this replica's cache listing and watching every object for
+// good.
+func refusal(err error) bool {
+	return apierrors.IsBadRequest(err) || apierrors.IsInvalid(err) || strings.Contains(err.Error(), "shard selector")
+}
+
+// relist returns the selection of a list (or a watch with initial events)
+// that replaces what the informer holds: the ranges held now, but for
+// those held anew since the informer took their objects. Those are left
+// out, so that the list deletes their objects from the informer, and the
+// watch then adds them again (follow): a controller hears of each as new,
+// as it does of every range it acquires. Called with f.mu held.
+func (f *follower) relist() holdings {
+	want := holdings(f.h.Holdings())
+	for i, e := range want {
+		if e != 0 && f.covered != nil && f.covered[i] != 0 && f.covered[i] != e {
+			want[i] = 0
+		}
+	}
+	return want
 }
 
 // List lists with the selection held now.
@@ -399,13 +447,14 @@ func (f *follower) List(opts metav1.ListOptions) (runtime.Object, error) {
 // too.
 func (f *follower) ListWithContext(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 	f.mu.Lock()
-	set := f.listing
-	if opts.Continue == "" || set == nil {
-		set = f.m.cachedRanges()
-		f.listing = set
+	if opts.Continue == "" || f.listing == nil {
+		f.gen++
+		f.listing, f.listed = f.relist(), map[string]known{}
+		f.tracef("list gen %d set %v covered %v", f.gen, f.listing, f.covered)
 	}
+	set, gen := f.listing, f.gen
 	f.mu.Unlock()
-	l, _, err := f.call(ctx, set, opts, false)
+	l, _, err := f.call(ctx, set.set(), opts, false)
 	if err != nil {
 		return nil, err
 	}
@@ -415,22 +464,30 @@ func (f *follower) ListWithContext(ctx context.Context, opts metav1.ListOptions)
 		return nil, err
 	}
 	n := len(items)
-	kept := f.inSet(items, set)
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if opts.Continue == "" {
-		clear(f.known) // the informer replaces what it holds with the list
-	}
-	for _, item := range kept {
-		obj, _ := meta.Accessor(item)
-		f.known[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
-	}
+	kept := f.inSet(items, set.set())
 	if len(kept) != n {
 		if err := meta.SetList(l, kept); err != nil {
 			return nil, err
 		}
 	}
-	f.covered = set
+	lm, err := meta.ListAccessor(l)
+	if err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gen != f.gen {
+		return l, nil // the informer has moved on; it discards this list
+	}
+	for _, item := range kept {
+		obj, _ := meta.Accessor(item)
+		f.listed[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
+	}
+	if lm.GetContinue() == "" {
+		// The last page: the informer replaces what it holds with the list.
+		f.known, f.covered = f.listed, set
+		f.listing, f.listed = nil, nil
+	}
 	return l, nil
 }
 
@@ -458,16 +515,27 @@ func key(obj metav1.Object) string {
 	return obj.GetName()
 }
 
-// note records what an event sent to the informer does to what it holds.
-func (f *follower) note(ev watch.Event, obj metav1.Object) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
+// note records in into what an event sent to the informer does to what it
+// holds.
+func (f *follower) note(in map[string]known, ev watch.Event, obj metav1.Object) {
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		f.known[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
+		in[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
 	case watch.Deleted:
-		delete(f.known, key(obj))
+		delete(in, key(obj))
 	}
+}
+
+// current runs do with f.mu held if gen is the informer's current list or
+// watch, and reports whether it was.
+func (f *follower) current(gen uint64, do func()) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if gen != f.gen {
+		return false
+	}
+	do()
+	return true
 }
 
 // cachedObjects is how many objects the informer holds.
@@ -486,23 +554,30 @@ func (f *follower) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // for a watch that starts with the initial events, the ranges held now),
 // and follows the ranges held from there.
 func (f *follower) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	f.notifyOnce.Do(func() { f.notify = f.m.followCache() })
+	// Each watch hears of every change of the ranges held from before it
+	// reads them: a watch the reflector has stopped takes no news from
+	// the one it has now.
+	notify, stopNotify := f.h.Notify()
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	f.mu.Lock()
-	set := f.covered
+	f.gen++
+	gen, set := f.gen, f.covered
 	if initial || set == nil {
-		set = f.m.cachedRanges()
+		set = f.relist()
 	}
-	if initial {
-		clear(f.known) // the informer replaces what it holds with the initial events
-	}
+	f.tracef("watch gen %d initial %v set %v covered %v rv %s", gen, initial, set, f.covered, opts.ResourceVersion)
 	f.mu.Unlock()
-	_, w, err := f.call(ctx, set, opts, true)
+	_, w, err := f.call(ctx, set.set(), opts, true)
 	if err != nil {
+		stopNotify()
 		return nil, err
 	}
-	fw := &followWatch{f: f, opts: opts, inner: w, covered: set, ready: !initial, rv: opts.ResourceVersion,
+	fw := &followWatch{f: f, gen: gen, opts: opts, inner: w, covered: set, ready: !initial, rv: opts.ResourceVersion,
+		notify: notify, stopNotify: stopNotify,
 		out: make(chan watch.Event), stop: make(chan struct{}), skip: map[int]string{}}
+	if initial {
+		fw.initial = map[string]known{}
+	}
 	go fw.run(ctx)
 	return fw, nil
 }
@@ -516,20 +591,33 @@ func (f *follower) IsWatchListSemanticsUnSupported() bool {
 // followWatch is a watch of the ranges held that, when they change, sends
 // the deletion of the objects of the ranges left, the objects of the
 // ranges acquired, and goes on watching the new selection from where it
-// was.
+// was. A range held anew (lost and acquired again) is both left and
+// acquired: its objects are deleted and added again, so that a controller
+// hears of each as new.
 type followWatch struct {
-	f     *follower
+	f *follower
+	// gen is the number of this watch among the informer's lists and
+	// watches: once the informer has a newer one, this one changes nothing.
+	gen   uint64
 	opts  metav1.ListOptions
 	inner watch.Interface
-	// covered is the selection watched.
-	covered []bool
-	// ready: past the initial events, if any.
-	ready bool
+	// covered is the selection watched, by holding.
+	covered holdings
+	// ready: past the initial events, if any; initial is what they have
+	// brought so far, which replaces what the informer holds at their end.
+	ready   bool
+	initial map[string]known
 	// rv is the resourceVersion of the last event read from the server.
 	rv string
 	// skip holds, for a range just acquired, the resourceVersion of the
 	// list that added its objects: its older events are not sent.
 	skip map[int]string
+
+	// pending: the ranges may have changed since the watch last followed
+	// them; notify says when they do.
+	pending    bool
+	notify     <-chan struct{}
+	stopNotify func()
 
 	out      chan watch.Event
 	stop     chan struct{}
@@ -543,12 +631,13 @@ func (w *followWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 func (w *followWatch) ResultChan() <-chan watch.Event { return w.out }
 
 func (w *followWatch) run(ctx context.Context) {
+	defer w.stopNotify()
 	defer close(w.out)
 	defer func() { w.inner.Stop() }()
-	pending := true // the ranges may have changed since the list
+	w.pending = true // the ranges may have changed since the list
 	for {
-		if w.ready && pending {
-			pending = false
+		if w.ready && w.pending {
+			w.pending = false
 			if !w.follow(ctx) {
 				return
 			}
@@ -558,17 +647,101 @@ func (w *followWatch) run(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
-		case <-w.f.notify:
-			pending = true
+		case <-w.notify:
+			w.pending = true
 		case ev, ok := <-w.inner.ResultChan():
 			if !ok {
+				// The connection ended (a server restarting, a watch timing
+				// out). Past the initial events, watch again from where
+				// this watch stood, as the reflector would, but without
+				// ending the watch it has: a reflector backs off more with
+				// each watch that ends (up to 30 s), and after a restart
+				// the first answer is all it needs ("too old resource
+				// version": it lists again).
+				if !w.ready || !w.reopen(ctx) {
+					return
+				}
+				continue
+			}
+			if !w.pass(ev) {
+				continue
+			}
+			if !w.send(ev) {
 				return
 			}
-			if w.pass(ev) && !w.send(ev) {
+			if ev.Type == watch.Error {
+				// The reflector ends this watch, and lists or watches
+				// again: nothing more to follow here.
 				return
 			}
+			w.sent(ev)
 		}
 	}
+}
+
+// reopen watches the selection covered again from where the watch stands;
+// false when the watch ended.
+func (w *followWatch) reopen(ctx context.Context) bool {
+	w.inner.Stop()
+	var nw watch.Interface
+	err := w.retry(ctx, func() (err error) {
+		opts := metav1.ListOptions{ResourceVersion: w.rv, AllowWatchBookmarks: w.opts.AllowWatchBookmarks, TimeoutSeconds: w.opts.TimeoutSeconds}
+		_, nw, err = w.f.call(ctx, w.covered.set(), opts, true)
+		return err
+	})
+	if err != nil {
+		return w.fail(ctx, err)
+	}
+	w.inner = nw
+	return true
+}
+
+// retryAttempts and retryDelay bound how long a call of a watch waits for
+// a server out of reach: about a minute, trying at most every second.
+const (
+	retryAttempts = 70
+	retryDelay    = 100 * time.Millisecond
+)
+
+// retry calls do until it succeeds, fails with an answer of the server, or
+// the server has stayed out of reach for retryAttempts tries; range changes
+// meanwhile are noted for the next follow.
+func (w *followWatch) retry(ctx context.Context, do func() error) error {
+	delay := retryDelay
+	for attempt := 1; ; attempt++ {
+		err := do()
+		if err == nil || !unreachable(err) || attempt == retryAttempts {
+			return err
+		}
+		t := time.NewTimer(delay)
+		for waiting := true; waiting; {
+			select {
+			case <-w.stop:
+				t.Stop()
+				return errStopped
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-w.notify:
+				w.pending = true
+			case <-t.C:
+				waiting = false
+			}
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// errStopped is retry's answer when the watch was stopped meanwhile.
+var errStopped = errors.New("shard: the watch was stopped")
+
+// unreachable reports whether err says the server could not answer (it is
+// restarting, starting, overloaded or out of reach) rather than what it
+// answered: the call is worth making again as it was.
+func unreachable(err error) bool {
+	return utilnet.IsConnectionRefused(err) || utilnet.IsConnectionReset(err) || utilnet.IsProbableEOF(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsTooManyRequests(err) || apierrors.IsServerTimeout(err) ||
+		apierrors.IsTimeout(err) || errors.Is(err, syscall.ECONNREFUSED)
 }
 
 func (w *followWatch) send(ev watch.Event) bool {
@@ -591,23 +764,36 @@ func (w *followWatch) pass(ev watch.Event) bool {
 	}
 	w.rv = obj.GetResourceVersion()
 	if ev.Type == watch.Bookmark {
-		if !w.ready && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
-			w.ready = true
-			w.f.mu.Lock()
-			w.f.covered = w.covered
-			w.f.mu.Unlock()
-		}
 		return true
 	}
 	i := w.f.index(obj)
-	if i < 0 || !w.covered[i] {
+	if i < 0 || w.covered[i] == 0 {
 		return false
 	}
-	if listed, ok := w.skip[i]; ok && !newer(w.rv, listed) {
-		return false
+	listed, ok := w.skip[i]
+	return !ok || newer(w.rv, listed)
+}
+
+// sent records what an event the informer has received does to what it
+// holds. Only then: an event the informer never got changes nothing.
+func (w *followWatch) sent(ev watch.Event) {
+	obj, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return
 	}
-	w.f.note(ev, obj)
-	return true
+	switch {
+	case ev.Type == watch.Bookmark:
+		if !w.ready && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+			// The informer replaces what it holds with the initial events.
+			w.ready = true
+			w.f.current(w.gen, func() { w.f.known, w.f.covered = w.initial, w.covered })
+			w.initial = nil
+		}
+	case !w.ready:
+		w.f.note(w.initial, ev, obj)
+	default:
+		w.f.current(w.gen, func() { w.f.note(w.f.known, ev, obj) })
+	}
 }
 
 // newer reports whether resourceVersion a is newer than b, when both are
@@ -622,26 +808,46 @@ func newer(a, b string) bool {
 // ended.
 func (w *followWatch) follow(ctx context.Context) bool {
 	f := w.f
-	want := f.m.cachedRanges()
+	want := holdings(f.h.Holdings())
 	var added, removed []bool
 	for i := range want {
-		if want[i] && !w.covered[i] {
-			added = setWith(added, len(want), i)
-		}
-		if !want[i] && w.covered[i] {
+		if w.covered[i] != 0 && want[i] != w.covered[i] {
 			removed = setWith(removed, len(want), i)
+		}
+		if want[i] != 0 && want[i] != w.covered[i] {
+			added = setWith(added, len(want), i)
 		}
 	}
 	if added == nil && removed == nil {
 		return true
 	}
+	f.tracef("follow gen %d want %v covered %v added %v removed %v", w.gen, want, w.covered, added, removed)
+	covered := slices.Clone(w.covered)
 	sent := false
 	if removed != nil {
-		for _, gone := range f.leaving(removed, w.rv) {
-			if !w.send(watch.Event{Type: watch.Deleted, Object: gone}) {
+		// Each object leaves what the follower knows once the informer has
+		// its deletion; the ranges, once every object has left.
+		var gone []runtime.Object
+		if !f.current(w.gen, func() { gone = f.leaving(removed, w.rv) }) {
+			return false
+		}
+		for _, obj := range gone {
+			if !w.send(watch.Event{Type: watch.Deleted, Object: obj}) {
+				return false
+			}
+			m, _ := meta.Accessor(obj)
+			if !f.current(w.gen, func() { delete(f.known, key(m)) }) {
 				return false
 			}
 			sent = true
+		}
+		for i, r := range removed {
+			if r {
+				covered[i] = 0
+			}
+		}
+		if !f.current(w.gen, func() { f.covered = slices.Clone(covered) }) {
+			return false
 		}
 	}
 	// The new watch starts where this one is; what it had not delivered
@@ -652,7 +858,11 @@ func (w *followWatch) follow(ctx context.Context) bool {
 		if w.rv == "" {
 			opts.ResourceVersionMatch = ""
 		}
-		l, _, err := f.call(ctx, added, opts, false)
+		var l runtime.Object
+		err := w.retry(ctx, func() (err error) {
+			l, _, err = f.call(ctx, added, opts, false)
+			return err
+		})
 		if err != nil {
 			return w.fail(ctx, err)
 		}
@@ -660,11 +870,11 @@ func (w *followWatch) follow(ctx context.Context) bool {
 		if err != nil {
 			return w.fail(ctx, err)
 		}
+		f.tracef("follow gen %d listed %d", w.gen, len(items))
 		for _, item := range f.inSet(items, added) {
 			ev := watch.Event{Type: watch.Added, Object: item}
 			obj, _ := meta.Accessor(item)
-			f.note(ev, obj)
-			if !w.send(ev) {
+			if !w.send(ev) || !f.current(w.gen, func() { f.note(f.known, ev, obj) }) {
 				return false
 			}
 			sent = true
@@ -676,16 +886,19 @@ func (w *followWatch) follow(ctx context.Context) bool {
 				}
 			}
 		}
+		for i, in := range added {
+			if in {
+				covered[i] = want[i]
+			}
+		}
+		if !f.current(w.gen, func() { f.covered = slices.Clone(covered) }) {
+			return false
+		}
 	}
-	opts := metav1.ListOptions{ResourceVersion: w.rv, AllowWatchBookmarks: w.opts.AllowWatchBookmarks, TimeoutSeconds: w.opts.TimeoutSeconds}
-	_, nw, err := f.call(ctx, want, opts, true)
-	if err != nil {
-		return w.fail(ctx, err)
+	w.covered = covered
+	if !w.reopen(ctx) {
+		return false
 	}
-	w.inner, w.covered = nw, want
-	f.mu.Lock()
-	f.covered = want
-	f.mu.Unlock()
 	if sent && w.rv != "" {
 		// The events sent carry older resourceVersions: a bookmark puts
 		// the informer back where the watch stands.
@@ -700,20 +913,17 @@ func (w *followWatch) follow(ctx context.Context) bool {
 	return true
 }
 
-// leaving forgets the objects of the ranges in removed and returns, for
-// each, an object of the informer's kind with its namespace, name and UID
-// (and resourceVersion rv, where the watch stands):
-// the informer deletes it by its key, and a Predicate drops the event by
-// its UID.
+// leaving returns, for each object of the ranges in removed that the
+// informer holds, an object of the informer's kind with its namespace,
+// name and UID (and resourceVersion rv, where the watch stands): the
+// informer deletes it by its key, and a Predicate drops the event by its
+// UID. Called with f.mu held.
 func (f *follower) leaving(removed []bool, rv string) []runtime.Object {
-	f.mu.Lock()
-	defer f.mu.Unlock()
 	var out []runtime.Object
 	for k, o := range f.known {
 		if o.i < 0 || !removed[o.i] {
 			continue
 		}
-		delete(f.known, k)
 		gone := f.example.DeepCopyObject()
 		obj, err := meta.Accessor(gone)
 		if err != nil {
@@ -735,7 +945,14 @@ func (f *follower) leaving(removed []bool, rv string) []runtime.Object {
 // fail ends the watch with an "expired" error, after which the informer
 // lists again, with the ranges held then.
 func (w *followWatch) fail(ctx context.Context, err error) bool {
-	if ctx.Err() != nil {
+	w.f.tracef("fail gen %d: %v", w.gen, err)
+	if ctx.Err() != nil || errors.Is(err, errStopped) {
+		return false
+	}
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		// The server's own answer: the reflector lists again.
+		status := apierrors.NewResourceExpired(err.Error()).ErrStatus
+		w.send(watch.Event{Type: watch.Error, Object: &status})
 		return false
 	}
 	log.FromContext(ctx).Info("could not follow the ranges held; listing them again", "kind", w.f.kind, "error", err.Error())
@@ -771,4 +988,12 @@ func (i *followedInformer) RunWithContext(ctx context.Context) {
 	cached.add(i.f)
 	defer cached.remove(i.f)
 	i.SharedIndexInformer.RunWithContext(ctx)
+}
+
+// tracef records a step of the follower, for the model test's account of
+// a sequence that fails; nothing when trace is nil.
+func (s *followSpec) tracef(format string, args ...any) {
+	if s.trace != nil {
+		s.trace(fmt.Sprintf(format, args...))
+	}
 }
