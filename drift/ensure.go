@@ -33,8 +33,8 @@ const (
 	OperationUnchanged Operation = "unchanged"
 )
 
-// Outcome is what a [Writer]'s Ensure, EnsureMutate or EnsureApplied did
-// and why.
+// Outcome is what a [Writer]'s Ensure, EnsureMutate, EnsureApplied or
+// EnsureApplyConfiguration did and why.
 type Outcome struct {
 	// Operation is what was done.
 	Operation Operation

@@ -28,18 +28,39 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 		}
 	}
 	live, err := getLive(ctx, c, desired)
+	out, applied, err := w.applyDrift(ctx, cfg, want, live, err, func() (*unstructured.Unstructured, error) {
+		return applyContent(want, c.Scheme())
+	})
+	switch {
+	case applied != nil:
+		if err := fromUnstructured(applied, desired); err != nil {
+			return Outcome{}, err
+		}
+	case out.Operation == OperationUnchanged:
+		copyInto(desired, live)
+	}
+	return out, err
+}
+
+// applyDrift is the apply path of EnsureApplied and EnsureApplyConfiguration:
+// it compares want with live (read with getErr) and, when live is missing or
+// drifted, applies body(), the request's content, as the Writer's field
+// owner. It returns the object the server returned, or nil when it sent no
+// apply (no drift, a hot loop held the write back, or an error).
+func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.Object, getErr error, body func() (*unstructured.Unstructured, error)) (Outcome, *unstructured.Unstructured, error) {
+	c := w.client
 	op := OperationCreated
 	var cmpn compare.Comparison
 	switch {
-	case apierrors.IsNotFound(err):
+	case apierrors.IsNotFound(getErr):
 		cmpn = compare.Comparison{Equal: true}
-	case err != nil:
-		return Outcome{}, err
+	case getErr != nil:
+		return Outcome{}, nil, getErr
 	default:
 		op = OperationUpdated
 		gvk, err := apiutil.GVKForObject(live, c.Scheme())
 		if err != nil {
-			return Outcome{}, err
+			return Outcome{}, nil, err
 		}
 		// Only our Apply entry: the apply releases what it no longer
 		// sets; it cannot remove what our Update entry owns.
@@ -49,45 +70,40 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 			extra = append(extra, compare.Replaced(take.managers...))
 		}
 		if cmpn, err = compare.Diff(want, live, w.compareOptions(cfg, extra...)...); err != nil {
-			return Outcome{}, err
+			return Outcome{}, nil, err
 		}
 		if cmpn.Equal {
-			copyInto(desired, live)
-			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
+			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, nil
 		}
 		if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
-			copyInto(desired, live)
-			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
+			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, err
 		}
 		if take != nil {
 			// An apply carries no managedFields: the takeover goes first,
 			// on its own, so that the apply releases what it took.
 			entries, changed, err := take.managedFields(live, want)
 			if err != nil {
-				return Outcome{}, err
+				return Outcome{}, nil, err
 			}
 			if changed {
 				if err := take.patchManagedFields(ctx, c, live, entries); err != nil {
-					return Outcome{}, err
+					return Outcome{}, nil, err
 				}
 			}
 		}
 	}
-	u, err := applyContent(want, c.Scheme())
+	u, err := body()
 	if err != nil {
-		return Outcome{}, err
+		return Outcome{}, nil, err
 	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(w.fieldOwner)}
 	if cfg.force {
 		applyOpts = append(applyOpts, client.ForceOwnership)
 	}
 	if err := c.Apply(ctx, client.ApplyConfigurationFromUnstructured(u), applyOpts...); err != nil {
-		return Outcome{}, err
+		return Outcome{}, nil, err
 	}
-	if err := fromUnstructured(u, desired); err != nil {
-		return Outcome{}, err
-	}
-	return Outcome{Operation: op, Drift: cmpn}, nil
+	return Outcome{Operation: op, Drift: cmpn}, u, nil
 }
 
 // applyContent turns desired into the pruned unstructured body of an apply.

@@ -15,17 +15,18 @@ import (
 )
 
 // BenchmarkEnsure compares Ensure (patches) with EnsureApplied (server-side
-// apply) on the 2-container Deployment against the test API server, as the
-// package doc's "Ensure or EnsureApplied?" does: converged (nothing to
-// write) and drifted (the image changes on every call). Besides the time of
+// apply) and EnsureApplyConfiguration (the same, from a generated apply
+// configuration) on the 2-container Deployment against the test API server,
+// as the package doc's "Ensure or EnsureApplied?" does: converged (nothing
+// to write) and drifted (the image changes on every call). Besides the time of
 // a call, round trip included, it reports the requests a call sends
 // (requests/op; its GET is one, which a manager's cached client serves
 // without a request) and the bytes of the write's body (body-B/op).
 func BenchmarkEnsure(b *testing.B) {
 	env.Require(b)
-	for _, apply := range []bool{false, true} {
+	for _, mode := range []string{"Ensure", "EnsureApplied", "EnsureApplyConfiguration"} {
 		for _, drifted := range []bool{false, true} {
-			name := map[bool]string{false: "Ensure", true: "EnsureApplied"}[apply] + "/" + map[bool]string{false: "converged", true: "drifted"}[drifted]
+			name := mode + "/" + map[bool]string{false: "converged", true: "drifted"}[drifted]
 			b.Run(name, func(b *testing.B) {
 				var counter reconciletest.Counter
 				body := 0
@@ -56,9 +57,14 @@ func BenchmarkEnsure(b *testing.B) {
 					d := deploymentIn(ns).(*appsv1.Deployment)
 					d.Spec.Template.Spec.Containers[0].Image = image
 					var err error
-					if apply {
+					switch mode {
+					case "EnsureApplied":
 						_, err = drift.NewWriter(c, testOwner).EnsureApplied(b.Context(), d)
-					} else {
+					case "EnsureApplyConfiguration":
+						ac := webDeploymentAC(ns, envVar("MODE", "prod"), envVar("LOG", "info"))
+						ac.Spec.Template.Spec.Containers[0].WithImage(image)
+						_, err = drift.NewWriter(c, testOwner).EnsureApplyConfiguration(b.Context(), ac)
+					default:
 						_, err = drift.NewWriter(c, testOwner).Ensure(b.Context(), d)
 					}
 					if err != nil {

@@ -9,6 +9,9 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -44,6 +47,37 @@ func ExampleWriter_Ensure() {
 	w := drift.NewWriter(c, "web-controller")
 	for _, image := range []string{"nginx:1.25", "nginx:1.25", "nginx:1.26"} {
 		out, err := w.Ensure(ctx, exampleDeployment(image))
+		if err != nil {
+			fmt.Println(err)
+			return
+		}
+		fmt.Println(out.Operation, out.Drift.Paths)
+	}
+	// Output:
+	// created []
+	// unchanged []
+	// updated [spec.template.spec.containers[name=web].image]
+}
+
+// EnsureApplyConfiguration applies a generated apply configuration only
+// when the object is missing or has drifted; it sends exactly the fields the
+// configuration sets, so no zero value of a field left alone is sent and
+// claimed.
+func ExampleWriter_EnsureApplyConfiguration() {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().Build()
+
+	w := drift.NewWriter(c, "web-controller")
+	for _, image := range []string{"nginx:1.25", "nginx:1.25", "nginx:1.26"} {
+		labels := map[string]string{"app": "web"}
+		dep := appsv1ac.Deployment("web", "default").
+			WithSpec(appsv1ac.DeploymentSpec().
+				WithSelector(metav1ac.LabelSelector().WithMatchLabels(labels)).
+				WithTemplate(corev1ac.PodTemplateSpec().
+					WithLabels(labels).
+					WithSpec(corev1ac.PodSpec().WithContainers(
+						corev1ac.Container().WithName("web").WithImage(image)))))
+		out, err := w.EnsureApplyConfiguration(ctx, dep)
 		if err != nil {
 			fmt.Println(err)
 			return

@@ -15,7 +15,7 @@ import (
 var (
 	ensureTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "reconcilekit_ensure_total",
-		Help: "Calls of Ensure, EnsureMutate and EnsureApplied by object kind and operation: created, updated (a patch or apply was sent), unchanged (no drift: no write).",
+		Help: "Calls of Ensure, EnsureMutate, EnsureApplied and EnsureApplyConfiguration by object kind and operation: created, updated (a patch or apply was sent), unchanged (no drift: no write).",
 	}, []string{"kind", "operation"})
 	hotLoopsTotal = promauto.With(metrics.Registry).NewCounterVec(prometheus.CounterOpts{
 		Name: "reconcilekit_hot_loops_total",

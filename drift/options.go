@@ -8,8 +8,8 @@ import (
 	"github.com/reconcilekit/reconcilekit/compare"
 )
 
-// Option configures one call of a [Writer]'s Ensure, EnsureMutate or
-// EnsureApplied: what the write does ([Owner], [Replaces],
+// Option configures one call of a [Writer]'s Ensure, EnsureMutate,
+// EnsureApplied or EnsureApplyConfiguration: what the write does ([Owner], [Replaces],
 // [OptimisticLock], [ForceOwnership]) and how the live object is compared
 // ([CompareOptions]). Options are plain values: build them once and reuse
 // them. What lasts longer than a call (the client, the field owner, the
@@ -79,8 +79,9 @@ func DetectHotLoops(d *HotLoopDetector) Option {
 	return func(c *config) { c.hotLoops = d }
 }
 
-// ForceOwnership makes [Writer.EnsureApplied] take over fields another field
-// manager owns instead of failing with a conflict.
+// ForceOwnership makes [Writer.EnsureApplied] and
+// [Writer.EnsureApplyConfiguration] take over fields another field manager
+// owns instead of failing with a conflict.
 func ForceOwnership() Option {
 	return func(c *config) { c.force = true }
 }

@@ -72,6 +72,36 @@
 // Without it each status write costs one more reconcile, and a permanent
 // error is reconciled, and logged, twice.
 //
+// # Suspend, and reconcile on request
+//
+// Users of an operator expect two controls of its objects, and a Loop
+// honours both, with nothing to configure:
+//
+//   - Suspend (package suspend): the annotation reconcilekit.io/suspend:
+//     "true", on any type, or a spec.suspend of the type's own (implement
+//     suspend.Getter). A suspended object gets no Sync and no child writes:
+//     what a user edits by hand stays as edited. Its conditions gain
+//     Suspended=True and keep Ready, Reconciling and Stalled as the last
+//     reconcile left them, and status.observedGeneration is not advanced,
+//     so kstatus reads it as it was left and an edit made meanwhile as not
+//     yet observed. Deleting it still runs its finalizers, and the first
+//     reconcile after it resumes repairs whatever drifted.
+//   - Reconcile on request (package request): a new token in Flux's
+//     annotation reconcile.fluxcd.io/requestedAt runs one reconcile, which
+//     passes [Predicate]; a type that implements request.Status records
+//     the token in status.lastHandledReconcileAt, in the status write of
+//     that reconcile's outcome, so a script waits for its token and reads
+//     the outcome beside it.
+//
+// For example:
+//
+//	kubectl annotate website/w reconcilekit.io/suspend=true
+//	kubectl annotate website/w reconcilekit.io/suspend-
+//	kubectl annotate --overwrite website/w reconcile.fluxcd.io/requestedAt="$(date +%s)"
+//
+// Neither costs anything while nothing changes: a resync of a converged, a
+// suspended or a requested object writes nothing.
+//
 // # What your API type must implement
 //
 // A Loop[T] reconciles a pointer to a struct (*v1.Website) that has a
@@ -83,7 +113,11 @@
 // status.observedGeneration too ([status.ObservedGenerationSetter]), the
 // Loop also keeps status.observedGeneration; without them only the
 // conditions record the generation they observed. Package status needs the
-// same methods. Paste them next to your type, and
+// same methods. A type whose spec has a suspend field implements
+// suspend.Getter (GetSuspend) so that the field suspends it, and one whose
+// status records requests implements request.Status
+// (GetLastHandledReconcileRequest, SetLastHandledReconcileRequest); both
+// are optional. Paste them next to your type, and
 // var _ reconcile.Object = (*v1.Website)(nil) in your controller, where the
 // compiler then says what is missing:
 //

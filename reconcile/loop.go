@@ -22,6 +22,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
+	"github.com/reconcilekit/reconcilekit/suspend"
 )
 
 // Object is what a [Loop] reconciles: a Kubernetes object whose status
@@ -104,10 +105,16 @@ func (e Events) String() string {
 //  1. Fetch the object; gone means done, with no error.
 //  2. Being deleted: run the [finalizer.Registry] (cleanups in their fixed
 //     order, each finalizer removed when its cleanup succeeded), and stop.
-//  3. Otherwise add every finalizer of the Registry that is missing (one
-//     patch, only when one is missing), then call Sync. Sync reads and
+//  3. Suspended by its users ([suspend.Requested]: the annotation
+//     reconcilekit.io/suspend, or spec.suspend through [suspend.Getter]):
+//     write the Suspended condition ([suspend.Mark]) when it is news, and
+//     stop. No finalizer is added, Sync does not run, nothing is requeued.
+//     (Deletion, step 2, comes first: a suspended object's finalizers run.)
+//  4. Otherwise add every finalizer of the Registry that is missing (one
+//     patch, only when one is missing), remove the Suspended condition of a
+//     resumed object ([suspend.Clear]), then call Sync. Sync reads and
 //     changes the object's status freely and returns its [Progress].
-//  4. Classify the outcome ([requeue.Policy.DecideWith]): no
+//  5. Classify the outcome ([requeue.Policy.DecideWith]): no
 //     error sets the summary conditions from the Progress
 //     ([status.MarkReady], [status.MarkReconciling], [status.MarkStalled]);
 //     an error the decision reports (permanent at once, transient once it
@@ -117,15 +124,17 @@ func (e Events) String() string {
 //     was cut short) and writes nothing; a transient error not yet
 //     reported keeps the conditions but writes the rest of Sync's status
 //     changes. status.observedGeneration is set whenever the conditions
-//     were decided for the current generation.
-//  5. Write the status subresource only if it changed ([status.Writer]):
+//     were decided for the current generation, and then, for a type that
+//     implements [request.Status], the token of a reconcile request
+//     (package request) is recorded as handled ([request.MarkHandled]).
+//  6. Write the status subresource only if it changed ([status.Writer]):
 //     an unchanged object costs no write at all, and with
 //     FirstStatusWithin a new object's first in-progress status waits for
 //     the imminent reconcile that replaces it.
-//  6. Record an event when a status write changed the summary, as Events
+//  7. Record an event when a status write changed the summary, as Events
 //     says; never on a reconcile that changed nothing, nor when the write
 //     found the server already holding the same summary.
-//  7. Return what the decision says. The decision is made once, after
+//  8. Return what the decision says. The decision is made once, after
 //     the status write ([requeue.Policy.DecideWith]): a failed status write
 //     joins Sync's error, so it is never lost, never hides Sync's error, and
 //     costs no second decision (one backoff step, one Observe call). A
@@ -387,6 +396,9 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
 	}
+	if why, ok := suspend.Requested(obj); ok {
+		return r.suspended(ctx, writer, why)
+	}
 	if l.Finalizers != nil {
 		if _, err := l.Finalizers.AddMissing(ctx, l.finalizerWriter(), obj); err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {
@@ -397,6 +409,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		}
 	}
 	r.begin(writer)
+	r.resume()
 	p, err := l.Sync(ctx, obj)
 	return r.finish(ctx, p, err, true)
 }
@@ -416,6 +429,8 @@ type run[T Object] struct {
 	obj    T
 	snap   *status.Snapshot
 	before summary
+	// resumed: this reconcile removed the mark of a suspension.
+	resumed bool
 }
 
 // begin records the object as read, before anything changes it.
@@ -453,13 +468,10 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 // Progress or the error, the status if it changed, an event if the write
 // changed the summary. It returns the status write's error.
 func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, synced bool) error {
-	var opts []status.Option
-	if r.l.Clock != nil {
-		opts = append(opts, status.WithClock(r.l.Clock))
-	}
+	opts := r.l.conditionOptions()
 	err := d.Err
 	switch {
-	case err == nil && synced && r.before == (summary{}) && r.l.deferFirstStatus(r.obj, p):
+	case err == nil && synced && r.before == (summary{}) && !r.resumed && r.l.deferFirstStatus(r.obj, p):
 		// The next reconcile, moments away, writes the status.
 		return nil
 	case err == nil && synced:
@@ -473,6 +485,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		}
 		r.l.Mirror.apply(r.obj, p.State == Failed, opts...)
 		status.ObserveGeneration(r.obj)
+		r.handleRequest(ctx)
 	case err == nil:
 		// Every cleanup succeeded: the object is on its way out.
 		return nil
@@ -480,6 +493,9 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		status.MarkFailure(r.obj, err, d.Class, opts...)
 		r.l.Mirror.apply(r.obj, true, opts...)
 		status.ObserveGeneration(r.obj)
+		if synced {
+			r.handleRequest(ctx)
+		}
 	case d.Class == errors.ClassConflict || d.Class == errors.ClassCanceled:
 		// This attempt saw a stale object or is being shut down: its
 		// status is not worth a write. The next attempt decides.

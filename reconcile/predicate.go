@@ -6,6 +6,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/request"
+	"github.com/reconcilekit/reconcilekit/suspend"
 )
 
 // Predicate returns the event filter for the For() of a controller whose
@@ -21,12 +23,14 @@ import (
 // deletion began on a type whose generation the API server bumps); every
 // update where deletion began or a finalizer was removed
 // ([finalizer.ChangedPredicate], for types without a generation and for someone
-// else's removal of the Loop's finalizer); and periodic resyncs (an update
-// whose old and new resourceVersion are the same), so the cache's
-// SyncPeriod still reconciles every object, which
+// else's removal of the Loop's finalizer); every update that suspends or
+// resumes the object by its annotation ([suspend.Predicate]); every update
+// that requests a reconcile with a new token ([request.Predicate]); and
+// periodic resyncs (an update whose old and new resourceVersion are the
+// same), so the cache's SyncPeriod still reconciles every object, which
 // predicate.GenerationChangedPredicate alone would drop. It drops the rest:
-// the Loop's own status writes and finalizer additions, and changes of
-// labels and annotations.
+// the Loop's own status writes and finalizer additions, and other changes
+// of labels and annotations.
 //
 // Without it, each status write of the Loop wakes it again: one more
 // reconcile per write, which finds nothing to change and costs no write,
@@ -47,6 +51,8 @@ func Predicate() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
 		finalizer.ChangedPredicate(),
+		suspend.Predicate(),
+		request.Predicate(),
 		resync(),
 	)
 }

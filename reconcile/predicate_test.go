@@ -24,7 +24,9 @@ import (
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
+	"github.com/reconcilekit/reconcilekit/request"
 	"github.com/reconcilekit/reconcilekit/status"
+	"github.com/reconcilekit/reconcilekit/suspend"
 )
 
 // TestPredicate lists the verdict of reconcile.Predicate on every kind of
@@ -53,6 +55,9 @@ func TestPredicate(t *testing.T) {
 		{"deletion began, no generation bump", changed(func(w *testapi.Widget) { w.DeletionTimestamp = &now }), true},
 		{"our finalizer removed by someone else", changed(func(w *testapi.Widget) { w.Finalizers = nil }), true},
 		{"a periodic resync", base.DeepCopy(), true},
+		{"suspended by the annotation", changed(func(w *testapi.Widget) { w.Annotations = map[string]string{suspend.Annotation: "true"} }), true},
+		{"a reconcile requested", changed(func(w *testapi.Widget) { w.Annotations = map[string]string{request.Annotation: "t1"} }), true},
+		{"another annotation changed", changed(func(w *testapi.Widget) { w.Annotations = map[string]string{"note": "x"} }), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := reconcile.Predicate().Update(event.UpdateEvent{ObjectOld: base, ObjectNew: tc.new}); got != tc.want {

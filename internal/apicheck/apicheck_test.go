@@ -25,6 +25,8 @@ var libraries = []string{
 	"errors",
 	"requeue",
 	"status",
+	"suspend",
+	"request",
 	"finalizer",
 	"ownership",
 	"compare",

@@ -33,6 +33,8 @@ var libraries = map[string]string{
 	"errors":        "errors",
 	"requeue":       "requeue",
 	"status":        "status",
+	"suspend":       "suspend",
+	"request":       "request",
 	"finalizer":     "finalizer",
 	"ownership":     "ownership",
 	"compare":       "compare",

@@ -43,6 +43,10 @@ type WidgetSpec struct {
 	// +listType=map
 	// +listMapKey=name
 	Ports []WidgetPort `json:"ports,omitempty" patchStrategy:"merge" patchMergeKey:"name"`
+	// Suspend stops the reconciliation of the Widget while true (package
+	// suspend).
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // WidgetPort is one element of WidgetSpec.Ports.
@@ -67,6 +71,10 @@ type WidgetStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+	// LastHandledReconcileAt is the last reconcile request handled (package
+	// request).
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // Widget is the test resource.
@@ -93,6 +101,17 @@ func (w *Widget) GetObservedGeneration() int64 { return w.Status.ObservedGenerat
 
 // SetObservedGeneration sets status.observedGeneration.
 func (w *Widget) SetObservedGeneration(g int64) { w.Status.ObservedGeneration = g }
+
+// GetSuspend returns spec.suspend.
+func (w *Widget) GetSuspend() bool { return w.Spec.Suspend }
+
+// GetLastHandledReconcileRequest returns status.lastHandledReconcileAt.
+func (w *Widget) GetLastHandledReconcileRequest() string { return w.Status.LastHandledReconcileAt }
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt.
+func (w *Widget) SetLastHandledReconcileRequest(token string) {
+	w.Status.LastHandledReconcileAt = token
+}
 
 // WidgetList is a list of Widgets.
 //

@@ -50,6 +50,12 @@ type AtSpec struct {
 	// +optional
 	// +kubebuilder:default="busybox:1.36"
 	Image string `json:"image,omitempty"`
+
+	// Suspend stops the controller from acting on the At while true: a
+	// PENDING At whose schedule passes meanwhile starts its Pod when
+	// resumed, at once. Deleting a suspended At still deletes its Pod.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // AtStatus is what the controller observed and did.
@@ -81,6 +87,13 @@ type AtStatus struct {
 	// +listType=map
 	// +listMapKey=type
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// LastHandledReconcileAt is the value of the last
+	// reconcile.fluxcd.io/requestedAt annotation the controller handled:
+	// once it shows a request's value, the conditions beside it are the
+	// outcome of a reconcile that ran after the request.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
 // At runs a command in a Pod at a scheduled time.
@@ -91,6 +104,7 @@ type AtStatus struct {
 // +kubebuilder:printcolumn:name="Schedule",type=string,JSONPath=`.spec.schedule`
 // +kubebuilder:printcolumn:name="Phase",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="Outcome",type=string,JSONPath=`.status.outcome`
+// +kubebuilder:printcolumn:name="Suspended",type=boolean,JSONPath=`.spec.suspend`,priority=1
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type At struct {
 	metav1.TypeMeta   `json:",inline"`
@@ -111,6 +125,17 @@ func (a *At) GetObservedGeneration() int64 { return a.Status.ObservedGeneration 
 
 // SetObservedGeneration sets status.observedGeneration.
 func (a *At) SetObservedGeneration(g int64) { a.Status.ObservedGeneration = g }
+
+// GetSuspend returns spec.suspend (for package suspend: it suspends the At).
+func (a *At) GetSuspend() bool { return a.Spec.Suspend }
+
+// GetLastHandledReconcileRequest returns status.lastHandledReconcileAt (for
+// package request).
+func (a *At) GetLastHandledReconcileRequest() string { return a.Status.LastHandledReconcileAt }
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt (for
+// package request).
+func (a *At) SetLastHandledReconcileRequest(token string) { a.Status.LastHandledReconcileAt = token }
 
 // AtList is a list of At.
 //

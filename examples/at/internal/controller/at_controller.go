@@ -11,6 +11,8 @@
 //   - finalizer deletes a running Pod when its At is deleted.
 //   - freshness keeps every read (the At, its Pod) at least as new as this
 //     process's last write, so a reconcile never acts on a stale copy.
+//   - spec.suspend (package suspend) and reconcile.fluxcd.io/requestedAt
+//     (package request) are the users' controls, which the Loop honours.
 package controller
 
 import (
@@ -44,10 +46,21 @@ import (
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/request"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/shard"
 	"github.com/reconcilekit/reconcilekit/shard/follow"
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
+	"github.com/reconcilekit/reconcilekit/suspend"
+)
+
+// An At is suspended by its spec.suspend (or by the annotation
+// reconcilekit.io/suspend, as any object of a reconcile.Loop), and records the
+// reconcile requests it handled in status.lastHandledReconcileAt: the Loop
+// does both for types that implement these interfaces.
+var (
+	_ suspend.Getter = (*atv1.At)(nil)
+	_ request.Status = (*atv1.At)(nil)
 )
 
 // Name is the controller's name: its field manager and event source.

@@ -39,6 +39,11 @@ type MemcachedSpec struct {
 	// containerPort defines the port that will be used to init the container with the image
 	// +required
 	ContainerPort int32 `json:"containerPort"`
+
+	// suspend stops the operator from acting on this Memcached and its
+	// Deployment while true; it resumes, and repairs what drifted, when false.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
 }
 
 // MemcachedStatus defines the observed state of Memcached
@@ -59,8 +64,15 @@ type MemcachedStatus struct {
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
+
+	// lastHandledReconcileAt is the last value of the annotation
+	// reconcile.fluxcd.io/requestedAt that the operator handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 }
 
+// +genclient
+// +kubebuilder:ac:generate=true
 // +kubebuilder:object:root=true
 // +kubebuilder:subresource:status
 
@@ -100,3 +112,16 @@ func (m *Memcached) GetConditions() []metav1.Condition { return m.Status.Conditi
 
 // SetConditions replaces the Memcached's status conditions.
 func (m *Memcached) SetConditions(c []metav1.Condition) { m.Status.Conditions = c }
+
+// GetSuspend returns spec.suspend: true suspends the Memcached
+// (reconcile.Loop and package suspend read it).
+func (m *Memcached) GetSuspend() bool { return m.Spec.Suspend }
+
+// GetLastHandledReconcileRequest returns status.lastHandledReconcileAt.
+func (m *Memcached) GetLastHandledReconcileRequest() string { return m.Status.LastHandledReconcileAt }
+
+// SetLastHandledReconcileRequest sets status.lastHandledReconcileAt
+// (reconcile.Loop records a reconcile request it handled there).
+func (m *Memcached) SetLastHandledReconcileRequest(token string) {
+	m.Status.LastHandledReconcileAt = token
+}

@@ -24,8 +24,10 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	appsv1ac "k8s.io/client-go/applyconfigurations/apps/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	metav1ac "k8s.io/client-go/applyconfigurations/meta/v1"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -115,8 +117,8 @@ func (r *MemcachedReconciler) converge(ctx context.Context, memcached *cachev1al
 		return reconcile.Progress{}, errors.Permanent(errors.WithReason(
 			fmt.Errorf("Failed to create Deployment for the custom resource (%s): (%w)", memcached.Name, err), "Reconciling"))
 	}
-	if _, err := drift.NewWriter(r.Client, fieldOwner).Ensure(ctx, dep, drift.Owner(memcached),
-		drift.Replaces(replacedManager)); err != nil {
+	if _, err := drift.NewWriter(r.Client, fieldOwner).EnsureApplyConfiguration(ctx, dep, drift.Owner(memcached),
+		drift.Replaces(replacedManager), drift.ForceOwnership()); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("deployment: %w", err)
 	}
 	return reconcile.Progress{Reason: "Reconciling", Message: fmt.Sprintf(
@@ -138,9 +140,12 @@ func (r *MemcachedReconciler) doFinalizerOperationsForMemcached(_ context.Contex
 	return nil
 }
 
-// deploymentForMemcached returns a Memcached Deployment object
+// deploymentForMemcached returns the Memcached's Deployment as an apply
+// configuration: it sets the fields this operator owns, and no others, so
+// the apply claims no zero value of a field left alone (see drift's
+// "Apply configurations").
 func (r *MemcachedReconciler) deploymentForMemcached(
-	memcached *cachev1alpha1.Memcached) (*appsv1.Deployment, error) {
+	memcached *cachev1alpha1.Memcached) (*appsv1ac.DeploymentApplyConfiguration, error) {
 	ls := labelsForMemcached()
 
 	// Get the Operand image
@@ -149,88 +154,54 @@ func (r *MemcachedReconciler) deploymentForMemcached(
 		return nil, err
 	}
 
-	dep := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:      memcached.Name,
-			Namespace: memcached.Namespace,
-		},
-		Spec: appsv1.DeploymentSpec{
-			Replicas: memcached.Spec.Size,
-			Selector: &metav1.LabelSelector{
-				MatchLabels: ls,
-			},
-			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{
-					Labels: ls,
-				},
-				Spec: corev1.PodSpec{
-					// TODO(user): Uncomment the following code to configure the nodeAffinity expression
-					// according to the platforms which are supported by your solution. It is considered
-					// best practice to support multiple architectures. build your manager image using the
-					// makefile target docker-buildx. Also, you can use docker manifest inspect <image>
-					// to check what are the platforms supported.
-					// More info: https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#node-affinity
-					// Affinity: &corev1.Affinity{
-					//	 NodeAffinity: &corev1.NodeAffinity{
-					//		 RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
-					//			 NodeSelectorTerms: []corev1.NodeSelectorTerm{
-					//				 {
-					//					 MatchExpressions: []corev1.NodeSelectorRequirement{
-					//						 {
-					//							 Key:      "kubernetes.io/arch",
-					//							 Operator: "In",
-					//							 Values:   []string{"amd64", "arm64", "ppc64le", "s390x"},
-					//						 },
-					//						 {
-					//							 Key:      "kubernetes.io/os",
-					//							 Operator: "In",
-					//							 Values:   []string{"linux"},
-					//						 },
-					//					 },
-					//				 },
-					//		 	 },
-					//		 },
-					//	 },
-					// },
-					SecurityContext: &corev1.PodSecurityContext{
-						RunAsNonRoot: ptr.To(true),
-						// IMPORTANT: seccomProfile was introduced with Kubernetes 1.19
-						// If you are looking for to produce solutions to be supported
-						// on lower versions you must remove this option.
-						SeccompProfile: &corev1.SeccompProfile{
-							Type: corev1.SeccompProfileTypeRuntimeDefault,
-						},
-					},
-					Containers: []corev1.Container{{
-						Image:           image,
-						Name:            "memcached",
-						ImagePullPolicy: corev1.PullIfNotPresent,
-						// Ensure restrictive context for the container
-						// More info: https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted
-						SecurityContext: &corev1.SecurityContext{
-							RunAsNonRoot:             ptr.To(true),
-							RunAsUser:                ptr.To(int64(1001)),
-							AllowPrivilegeEscalation: ptr.To(false),
-							Capabilities: &corev1.Capabilities{
-								Drop: []corev1.Capability{
-									"ALL",
-								},
-							},
-						},
-						Ports: []corev1.ContainerPort{{
-							ContainerPort: memcached.Spec.ContainerPort,
-							Name:          "memcached",
-						}},
-						Command: []string{"memcached", "--memory-limit=64", "-o", "modern", "-v"},
-					}},
-				},
-			},
-		},
+	spec := appsv1ac.DeploymentSpec().
+		WithSelector(metav1ac.LabelSelector().WithMatchLabels(ls)).
+		WithTemplate(corev1ac.PodTemplateSpec().
+			WithLabels(ls).
+			WithSpec(corev1ac.PodSpec().
+				// TODO(user): Uncomment the following code to configure the nodeAffinity expression
+				// according to the platforms which are supported by your solution. It is considered
+				// best practice to support multiple architectures. build your manager image using the
+				// makefile target docker-buildx. Also, you can use docker manifest inspect <image>
+				// to check what are the platforms supported.
+				// More info: https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#node-affinity
+				// WithAffinity(corev1ac.Affinity().WithNodeAffinity(corev1ac.NodeAffinity().
+				//	WithRequiredDuringSchedulingIgnoredDuringExecution(corev1ac.NodeSelector().
+				//		WithNodeSelectorTerms(corev1ac.NodeSelectorTerm().WithMatchExpressions(
+				//			corev1ac.NodeSelectorRequirement().WithKey("kubernetes.io/arch").
+				//				WithOperator(corev1.NodeSelectorOpIn).WithValues("amd64", "arm64", "ppc64le", "s390x"),
+				//			corev1ac.NodeSelectorRequirement().WithKey("kubernetes.io/os").
+				//				WithOperator(corev1.NodeSelectorOpIn).WithValues("linux")))))).
+				WithSecurityContext(corev1ac.PodSecurityContext().
+					WithRunAsNonRoot(true).
+					// IMPORTANT: seccomProfile was introduced with Kubernetes 1.19
+					// If you are looking for to produce solutions to be supported
+					// on lower versions you must remove this option.
+					WithSeccompProfile(corev1ac.SeccompProfile().
+						WithType(corev1.SeccompProfileTypeRuntimeDefault))).
+				WithContainers(corev1ac.Container().
+					WithImage(image).
+					WithName("memcached").
+					WithImagePullPolicy(corev1.PullIfNotPresent).
+					// Ensure restrictive context for the container
+					// More info: https://kubernetes.io/docs/concepts/security/pod-security-standards/#restricted
+					WithSecurityContext(corev1ac.SecurityContext().
+						WithRunAsNonRoot(true).
+						WithRunAsUser(1001).
+						WithAllowPrivilegeEscalation(false).
+						WithCapabilities(corev1ac.Capabilities().
+							WithDrop("ALL"))).
+					WithPorts(corev1ac.ContainerPort().
+						WithContainerPort(memcached.Spec.ContainerPort).
+						WithName("memcached")).
+					WithCommand("memcached", "--memory-limit=64", "-o", "modern", "-v"))))
+	if memcached.Spec.Size != nil {
+		spec.WithReplicas(*memcached.Spec.Size)
 	}
 
 	// The ownerRef for the Deployment is set by drift.Owner in converge.
 	// More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/owners-dependents/
-	return dep, nil
+	return appsv1ac.Deployment(memcached.Name, memcached.Namespace).WithSpec(spec), nil
 }
 
 // labelsForMemcached returns the labels for selecting the resources
