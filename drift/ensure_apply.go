@@ -59,6 +59,9 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 			copyInto(desired, live)
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 		}
+		if err := w.refuseForeign(cfg, want, live); err != nil {
+			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
+		}
 		if take != nil {
 			// An apply carries no managedFields: the takeover goes first,
 			// on its own, so that the apply releases what it took.
