@@ -30,6 +30,7 @@ var libraries = []string{
 	"compare",
 	"drift",
 	"freshness",
+	"track",
 	"shard/ranges",
 	"shard",
 	"shard/follow",

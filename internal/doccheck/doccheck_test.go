@@ -38,6 +38,7 @@ var libraries = map[string]string{
 	"compare":       "compare",
 	"drift":         "drift",
 	"freshness":     "freshness",
+	"track":         "track",
 	"shard":         "shard",
 	"ranges":        "shard/ranges",
 	"follow":        "shard/follow",
