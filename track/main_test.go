@@ -1,6 +1,7 @@
 package track_test
 
 import (
+	"os"
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
@@ -14,6 +15,11 @@ import (
 var env testenv.Env
 
 func TestMain(m *testing.M) {
+	if mode := os.Getenv(memoryChildEnv); mode != "" {
+		// A process BenchmarkWatchMemory measures: it runs one manager
+		// against the benchmark's control plane, and no tests.
+		os.Exit(memoryChild(mode))
+	}
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
