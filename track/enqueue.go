@@ -32,6 +32,14 @@ import (
 // permanent [*MissingError], and its copies are served. A type the scheme
 // does not know makes the Tracker invalid ([Tracker.Validate]), and the
 // handler enqueues nothing.
+//
+// The watch must see every object the reconciles read: a manager whose
+// cache is limited to some namespaces (cache.Options.DefaultNamespaces, a
+// label selector in ByObject) sends no event for an object outside them,
+// so the Tracker would serve its copy, or leave its referrer Stalled, for
+// good. Watch the namespaces the references may name, or read objects
+// outside them with a Tracker that does not watch their kind (every read
+// then goes to the API server, and a missing one is retried).
 func (t *Tracker) Enqueue(referenced client.Object) handler.EventHandler {
 	h := &enqueue{t: t}
 	if t == nil {

@@ -51,10 +51,7 @@ func (r *Reads) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 	if v := reflect.ValueOf(obj); obj == nil || v.Kind() != reflect.Pointer || v.IsNil() {
 		return errors.Permanent(fmt.Errorf("track: get %s: obj must be a non-nil pointer, not %T", key, obj))
 	}
-	probe := obj.DeepCopyObject().(client.Object)
-	probe.SetNamespace(key.Namespace)
-	probe.SetName(key.Name)
-	ref, err := r.t.referenceOf(probe, schema.GroupKind{})
+	ref, err := r.t.referenceAt(obj, key, schema.GroupKind{})
 	if err != nil {
 		return errors.Permanent(fmt.Errorf("track: get %s: the kind of %T: %w", key, obj, err))
 	}

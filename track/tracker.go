@@ -179,6 +179,11 @@ func (t *Tracker) Referrers(obj client.Object) []types.NamespacedName {
 // referenceOf returns obj's reference: its kind from its apiVersion and kind
 // when set, else from the scheme, else fallback.
 func (t *Tracker) referenceOf(obj client.Object, fallback schema.GroupKind) (Reference, error) {
+	return t.referenceAt(obj, client.ObjectKeyFromObject(obj), fallback)
+}
+
+// referenceAt returns the reference of the object of obj's kind at key.
+func (t *Tracker) referenceAt(obj client.Object, key client.ObjectKey, fallback schema.GroupKind) (Reference, error) {
 	gk := obj.GetObjectKind().GroupVersionKind().GroupKind()
 	if gk.Kind == "" && t.scheme != nil {
 		gvk, err := apiutil.GVKForObject(obj, t.scheme)
@@ -192,7 +197,7 @@ func (t *Tracker) referenceOf(obj client.Object, fallback schema.GroupKind) (Ref
 	if gk.Kind == "" {
 		gk = fallback
 	}
-	return Reference{Group: gk.Group, Kind: gk.Kind, Namespace: obj.GetNamespace(), Name: obj.GetName()}, nil
+	return Reference{Group: gk.Group, Kind: gk.Kind, Namespace: key.Namespace, Name: key.Name}, nil
 }
 
 // add records that referrer reads ref, and returns what is held of ref.
