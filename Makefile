@@ -6,7 +6,8 @@ GO ?= go
 # controller-gen runs through `go run` of a pinned version: nothing to install.
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at/config/rbac/role.yaml \
-	examples/embedding/api examples/embedding/config/crd
+	examples/embedding/api examples/embedding/config/crd \
+	examples/secretmirror/api examples/secretmirror/config/crd examples/secretmirror/config/rbac/role.yaml
 
 # ENVTEST_ASSETS prints the directory holding kube-apiserver and etcd,
 # building them from the Go module proxy into the user cache the first time
@@ -91,12 +92,14 @@ assets: ## Build (or find) the envtest binaries (those make test needs) and prin
 	@$(ENVTEST_ASSETS) $(CONTROLLER_ASSETS)
 
 .PHONY: generate
-generate: ## Regenerate deepcopy code, CRD manifests and the At operator's RBAC role from the Go sources.
-	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/... paths=./examples/embedding/api/...
+generate: ## Regenerate deepcopy code, CRD manifests and the example operators' RBAC roles from the Go sources.
+	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/... paths=./examples/embedding/api/... paths=./examples/secretmirror/api/...
 	$(CONTROLLER_GEN) crd paths=./internal/testapi/... output:crd:artifacts:config=internal/testapi/crd
 	$(CONTROLLER_GEN) crd paths=./examples/at/api/... output:crd:artifacts:config=examples/at/config/crd
 	$(CONTROLLER_GEN) crd paths=./examples/embedding/api/... output:crd:artifacts:config=examples/embedding/config/crd
 	$(CONTROLLER_GEN) rbac:roleName=at-manager-role paths=./examples/at/internal/controller/... output:rbac:artifacts:config=examples/at/config/rbac
+	$(CONTROLLER_GEN) crd paths=./examples/secretmirror/api/... output:crd:artifacts:config=examples/secretmirror/config/crd
+	$(CONTROLLER_GEN) rbac:roleName=secretmirror-manager-role paths=./examples/secretmirror/internal/controller/... output:rbac:artifacts:config=examples/secretmirror/config/rbac
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when committed generated files are out of date.

@@ -83,6 +83,30 @@
 // desired sets are taken over, never what another operator may have written
 // under the same name. See Replaces for the rules and what it cannot do.
 //
+// # Whose object it is
+//
+// Create or patch by name meets objects somebody else made under that name:
+// a user's Secret where a mirror operator means to write its copy, a
+// ConfigMap another operator controls. Before a Writer writes to an existing
+// object it checks that the object is the caller's: controlled (owner
+// reference) or linked (ownership.SetLink) by the owner desired names, or
+// written before by the Writer's field owner or a manager of [Replaces] (its
+// entry in metadata.managedFields). Anything else is left untouched and the
+// call returns a [*ForeignError], permanent, with reason [ReasonForeign]:
+// a reconcile.Loop shows it as Stalled, naming the object:
+//
+//	drift: Secret "team-b/db-credentials" exists and is not ours: no owner controls it and
+//	field manager "mirror-controller" never wrote it; left as it is (drift.Adopt takes such an object over)
+//
+// [Adopt] opts in to taking over an object that no owner controls or links
+// (a resource a user created for the operator to manage). An object another
+// owner controls or links is never taken from it while desired names an
+// owner of its own. An object that already has what desired sets needs no
+// write and is not refused. An object read without managedFields (a cache
+// that strips them, a fake client without WithReturnManagedFields) cannot
+// show who wrote it; for it only owner references and links decide, as
+// before.
+//
 // # What a Writer's field owner wrote before
 //
 // Ensure and EnsureMutate write Update operations, EnsureApplied an Apply,

@@ -96,7 +96,7 @@ func (w *Writer) ensureMutate(ctx context.Context, obj client.Object, mutate fun
 	if cfg.owner != nil {
 		want = obj.DeepCopyObject().(client.Object)
 		if err := setController(cfg.owner, want, c.Scheme()); err != nil {
-			return Outcome{}, err
+			return Outcome{}, w.foreignOr(live, err)
 		}
 	}
 	return w.patchDrift(ctx, cfg, obj, want, live)
@@ -211,6 +211,9 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 	}
 	if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
 		copyInto(target, live)
+		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
+	}
+	if err := w.refuseForeign(cfg, want, live); err != nil {
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 	}
 	merged := live.DeepCopyObject().(client.Object)

@@ -78,6 +78,9 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 		if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, err
 		}
+		if err := w.refuseForeign(cfg, want, live); err != nil {
+			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, err
+		}
 		if take != nil {
 			// An apply carries no managedFields: the takeover goes first,
 			// on its own, so that the apply releases what it took.

@@ -407,14 +407,19 @@ func TestEnsureOwnerSetsControllerReference(t *testing.T) {
 	if err := c.Create(ctx, owner); err != nil {
 		t.Fatal(err)
 	}
-	// An object that already exists without the reference gets it patched in.
-	if err := c.Create(ctx, configMapIn(ns)); err != nil {
+	// An object somebody else created without the reference is not ours:
+	// refused, until the call adopts it, which patches the reference in.
+	if err := c.Create(ctx, configMapIn(ns), client.FieldOwner("kubectl-create")); err != nil {
 		t.Fatal(err)
 	}
 	w.reset()
-	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns), drift.Owner(owner))
+	var foreign *drift.ForeignError
+	if _, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns), drift.Owner(owner)); !errors.As(err, &foreign) || w.total() != 0 {
+		t.Fatalf("Ensure with owner onto somebody else's object: %v, %d writes; want a *drift.ForeignError and none", err, w.total())
+	}
+	out, err := drift.NewWriter(c, testOwner).Ensure(ctx, configMapIn(ns), drift.Owner(owner), drift.Adopt())
 	if err != nil || out.Operation != drift.OperationUpdated || w.patches != 1 {
-		t.Fatalf("Ensure with owner: %q, %v, %d patches; want updated", out.Operation, err, w.patches)
+		t.Fatalf("Ensure with owner, adopting: %q, %v, %d patches; want updated", out.Operation, err, w.patches)
 	}
 	var cm corev1.ConfigMap
 	if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: "web-config"}, &cm); err != nil {
@@ -576,7 +581,8 @@ func TestEnsureWritesAsTheFieldOwner(t *testing.T) {
 	}
 	changed := configMapIn(ns).(*corev1.ConfigMap)
 	changed.Data["mode"] = "staging"
-	if _, err := drift.NewWriter(c, "patcher").Ensure(ctx, changed); err != nil {
+	// Another operator's object, shared on purpose: the patcher adopts it.
+	if _, err := drift.NewWriter(c, "patcher").Ensure(ctx, changed, drift.Adopt()); err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]string{"creator/Update", "patcher/Update"}, managers(changed)); diff != "" {
@@ -655,14 +661,14 @@ func TestEnsureLocksAJSONMergePatchThatReplacesAList(t *testing.T) {
 	ns := env.Namespace(t)
 	ctx := t.Context()
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "listy"}, Spec: testapi.WidgetSpec{Items: []string{"a"}}}
-	if err := direct.Create(ctx, w); err != nil {
+	if err := direct.Create(ctx, w, client.FieldOwner(testOwner)); err != nil {
 		t.Fatal(err)
 	}
 	stale := w.DeepCopy()
 
 	// Another writer adds "b" after our (cached, now stale) read.
 	w.Spec.Items = append(w.Spec.Items, "b")
-	if err := direct.Update(ctx, w); err != nil {
+	if err := direct.Update(ctx, w, client.FieldOwner("another-writer")); err != nil {
 		t.Fatal(err)
 	}
 	cached := interceptor.NewClient(direct, interceptor.Funcs{

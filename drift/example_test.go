@@ -245,3 +245,41 @@ func ExampleCompareOptions() {
 	// Output:
 	// updated [data[debug]] map[mode:prod] <nil>
 }
+
+// A Writer leaves alone an object somebody else created under the name it
+// writes: the call returns a permanent *drift.ForeignError naming it. Adopt
+// opts in to taking over an object no owner controls.
+func ExampleAdopt() {
+	ctx := context.Background()
+	c := fake.NewClientBuilder().WithReturnManagedFields().Build()
+	theirs := &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db-credentials"},
+		Data:       map[string][]byte{"password": []byte("theirs")},
+	}
+	if err := c.Create(ctx, theirs, client.FieldOwner("kubectl-create")); err != nil {
+		fmt.Println(err)
+		return
+	}
+	desired := func() *corev1.Secret {
+		return &corev1.Secret{
+			ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "db-credentials"},
+			Data:       map[string][]byte{"password": []byte("mirrored")},
+		}
+	}
+
+	w := drift.NewWriter(c, "mirror-controller")
+	_, err := w.Ensure(ctx, desired())
+	var foreign *drift.ForeignError
+	class, _ := rkerrors.Classify(err)
+	fmt.Println(errors.As(err, &foreign), foreign.Object, class, rkerrors.Reason(err))
+
+	out, err := w.Ensure(ctx, desired(), drift.Adopt())
+	fmt.Println(out.Operation, err)
+	// Once written, it is ours: no Adopt needed.
+	out, err = w.Ensure(ctx, desired())
+	fmt.Println(out.Operation, err)
+	// Output:
+	// true team-b/db-credentials permanent ForeignObject
+	// updated <nil>
+	// unchanged <nil>
+}

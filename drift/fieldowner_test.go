@@ -200,7 +200,8 @@ func TestTwoOperatorsOnOneObject(t *testing.T) {
 				ops := [2]string{"a", "b"}
 				reconcile := func(i int) drift.Outcome {
 					t.Helper()
-					out, err := drift.NewWriter(clients[i], tt.owners[i]).Ensure(ctx, target.desired(ns, ops[i]))
+					// The object is shared on purpose: each adopts it.
+					out, err := drift.NewWriter(clients[i], tt.owners[i]).Ensure(ctx, target.desired(ns, ops[i]), drift.Adopt())
 					if err != nil {
 						t.Fatalf("operator %s: %v", ops[i], err)
 					}

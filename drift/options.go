@@ -25,6 +25,7 @@ type config struct {
 	force          bool
 	replaces       []string // Replaces
 	fieldOwner     string   // WithFieldOwner (deprecated)
+	adopt          bool     // Adopt
 }
 
 // newConfig resolves the options of a call.
@@ -50,9 +51,12 @@ func CompareOptions(opts ...compare.Option) Option {
 
 // Owner makes the owner the controller of the ensured object: the object is
 // created with a controller reference to owner, and an existing object
-// without it gets it patched in. An object controlled by another owner is an
-// error. owner must be in the client's scheme and, for a namespaced object,
-// be cluster-scoped or in the same namespace.
+// without one gets it patched in when the object is the operator's (its
+// field owner, or a manager of [Replaces], wrote it before) or the call
+// [Adopt]s it. An object another owner controls or links is refused with a
+// [*ForeignError], and so is, without Adopt, one somebody else created.
+// owner must be in the client's scheme and, for a namespaced object, be
+// cluster-scoped or in the same namespace.
 func Owner(owner client.Object) Option {
 	return func(c *config) { c.owner = owner }
 }

@@ -116,6 +116,12 @@ func (w *Writer) start(verb string, obj client.Object, opts []Option) (*config, 
 // never compared or written. With [Replaces], the patch also takes over the
 // fields of the managers the operator replaces.
 //
+// Before it writes to an existing object, Ensure makes sure the object is
+// the caller's: controlled or linked by the owner desired names, or written
+// before by the Writer's field owner. Somebody else's object is left as it
+// is, and Ensure returns a permanent [*ForeignError] naming it; [Adopt]
+// takes over one that no owner controls or links.
+//
 // On success desired holds the object as the server returned it, as after
 // client.Create. With HotLoops, a drift that keeps coming back is not
 // patched, and Ensure returns a [*HotLoopError] with OperationUnchanged and

@@ -38,7 +38,9 @@
 //	ServiceUnavailable (503)             Transient   the server (or an aggregated API) is starting or overloaded
 //	InternalError (500), other 5xx       Transient   server-side failures are not the object's fault
 //	NotFound (404)                       Transient   a dependency not created yet, or a cache that lags; it may appear.
-//	                                                 (A Get of the reconciled object itself should use client.IgnoreNotFound.)
+//	                                                 (A Get of the reconciled object itself should use client.IgnoreNotFound;
+//	                                                 a dependency of a watched kind read through a track.Reads comes back
+//	                                                 Permanent, reason ReferenceNotFound: its creation wakes the reconciler.)
 //	Forbidden (403)                      Transient   RBAC, admission and quota are fixed by an administrator without touching
 //	                                                 the object, so no event would retrigger a permanently failed reconcile;
 //	                                                 retry with backoff (capped) instead

@@ -23,6 +23,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
 	"github.com/reconcilekit/reconcilekit/suspend"
+	"github.com/reconcilekit/reconcilekit/track"
 )
 
 // Object is what a [Loop] reconciles: a Kubernetes object whose status
@@ -102,7 +103,8 @@ func (e Events) String() string {
 // Loop is a [crreconcile.Reconciler] that runs the steps every reconciler of
 // objects of type T needs, around the one step that is the user's own:
 //
-//  1. Fetch the object; gone means done, with no error.
+//  1. Fetch the object; gone means done, with no error (and what it read
+//     through References is forgotten).
 //  2. Being deleted: run the [finalizer.Registry] (cleanups in their fixed
 //     order, each finalizer removed when its cleanup succeeded), and stop.
 //  3. Suspended by its users ([suspend.Requested]: the annotation
@@ -222,6 +224,13 @@ type Loop[T Object] struct {
 	// Client that is already guarded (freshness.Tracker.Wrap, or
 	// Tracker.NewClient in the manager's options) is used as it is.
 	Freshness *freshness.Tracker
+	// References is the track.Tracker Sync reads referenced objects
+	// through (Secrets, ConfigMaps its object names), when it uses one: the
+	// Loop forgets what an object read once the object is gone
+	// ([track.Tracker.Forget]), so that memory follows the live objects.
+	// Sync opens and closes its own record (References.For(key), then
+	// Done). Nil: nothing to forget.
+	References *track.Tracker
 
 	// client is Client, guarded; set once, with validation.
 	client client.Client
@@ -377,6 +386,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
 	if err := l.client.Get(ctx, req.NamespacedName, obj); err != nil {
 		if apierrors.IsNotFound(err) {
+			l.References.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
 		}
 		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()

@@ -33,6 +33,7 @@ var libraries = []string{
 	"drift",
 	"freshness",
 	"health",
+	"track",
 	"shard/ranges",
 	"shard",
 	"shard/follow",

@@ -41,6 +41,7 @@ var libraries = map[string]string{
 	"drift":         "drift",
 	"freshness":     "freshness",
 	"health":        "health",
+	"track":         "track",
 	"shard":         "shard",
 	"ranges":        "shard/ranges",
 	"follow":        "shard/follow",
