@@ -2,11 +2,11 @@ package bench_test
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"flag"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
