@@ -7,13 +7,14 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime"
-	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // Guard returns r, reconciling only the objects of type T in ranges m
@@ -24,30 +25,32 @@ import (
 // ended, and a reconcile's context ends if m loses the range.
 //
 // A request whose object reader does not have is dropped too: with a cache
-// that follows m's ranges ([Member.WrapCacheOptions]) it may be another
-// replica's object, and r would act on it unfenced. A sharded reconciler
+// that follows m's ranges (follow.CacheOptions) it may be another replica's
+// object, and r would act on it unfenced. What Guard drops while a range is
+// not held (being acquired, or lost and acquired again) is handed over when
+// it is: a following cache adds every object of the range anew. A sharded reconciler
 // cleans up after a deleted object with a finalizer (it sees the deletion
 // as an update of the object), never on NotFound.
 //
 //	ctrl.NewControllerManagedBy(mgr).
-//		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(member))).
+//		For(&v1.Widget{}, builder.WithPredicates(ranges.Predicate(member))).
 //		WatchesRawSource(member.Source(mgr.GetClient(), &v1.WidgetList{})).
 //		Complete(shard.Guard[*v1.Widget](member, mgr.GetClient(), r))
 func Guard[T client.Object](m *Member, reader client.Reader, r reconcile.Reconciler) reconcile.Reconciler {
 	typ := reflect.TypeFor[T]().Elem()
-	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (ctrl.Result, error) {
+	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		obj := reflect.New(typ).Interface().(T)
 		if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
 			if apierrors.IsNotFound(err) {
 				log.FromContext(ctx).V(1).Info("not in this replica's cache: gone, or another replica's")
-				return ctrl.Result{}, nil
+				return reconcile.Result{}, nil
 			}
-			return ctrl.Result{}, err
+			return reconcile.Result{}, err
 		}
 		wctx, done, err := m.Enter(ctx, obj)
 		if err != nil {
 			log.FromContext(ctx).V(1).Info("not this replica's range", "range", rangeOf(m, obj))
-			return ctrl.Result{}, nil
+			return reconcile.Result{}, nil
 		}
 		defer done()
 		return r.Reconcile(wctx, req)
@@ -58,7 +61,7 @@ func rangeOf(m *Member, obj client.Object) string {
 	if len(m.ranges) == 0 {
 		return ""
 	}
-	i, _ := Of(obj, len(m.ranges))
+	i, _ := ranges.Of(obj, len(m.ranges))
 	return m.ranges[i].String()
 }
 
@@ -69,7 +72,7 @@ func rangeOf(m *Member, obj client.Object) string {
 // controller beside its For (WatchesRawSource).
 func (m *Member) Source(reader client.Reader, list client.ObjectList) source.Source {
 	ch := make(chan event.GenericEvent, 1024)
-	m.onAcquire(func(ctx context.Context, r Range) {
+	m.onAcquire(func(ctx context.Context, r ranges.Range) {
 		// Until the range is lost or given up: a stopped controller that
 		// no longer reads the channel holds no goroutine.
 		go func() {

@@ -2,8 +2,8 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"hash/fnv"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -16,13 +16,20 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	coordinationv1ac "k8s.io/client-go/applyconfigurations/coordination/v1"
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/shard/follow"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // GroupLabel labels every Lease of a [Member]'s group with the group's
@@ -38,10 +45,10 @@ const MemberLabel = "shard.reconcilekit.dev/member"
 var ErrNotHeld = errors.New("shard: the object's range is not held by this replica")
 
 // Member is one replica's share of a controller's objects: the hash space
-// is split into Ranges ranges ([Split]) and each range is held, by exactly
-// one replica at a time, through a Lease of its own, with client-go's
-// leader election (the same Lease records, renewals and expiry as a
-// manager's leader election). The replicas balance the ranges among
+// is split into Ranges ranges (ranges.Split) and each range is held, by
+// exactly one replica at a time, through a Lease of its own, with
+// client-go's leader election (the same Lease records, renewals and expiry
+// as a manager's leader election). The replicas balance the ranges among
 // themselves: each one also keeps a member Lease renewed, counts the live
 // members, and holds its share, ceil(Ranges / members): a joining replica
 // takes ranges as the others give up what they hold beyond their share, a
@@ -56,12 +63,16 @@ var ErrNotHeld = errors.New("shard: the object's range is not held by this repli
 // the context of the work in that range, before the Lease can expire for
 // the others (LeaseDuration is longer than RenewDeadline).
 //
-// Run a Member as a manager Runnable (mgr.Add(m)) on every replica: it
-// does not need the manager's leader election. The zero value is not
-// usable: set Leases, Namespace, Name and Ranges.
+// Build one with [NewMember], set Namespace, Name and Ranges, and run it as
+// a manager Runnable (mgr.Add(m)) on every replica: it does not need the
+// manager's leader election. A cache that follows the ranges it holds is
+// package follow's (follow.CacheOptions takes the Member).
 type Member struct {
-	// Leases reads and writes the Leases, usually
-	// kubernetes.NewForConfigOrDie(cfg).CoordinationV1(). Required.
+	// Leases reads and writes the Leases.
+	//
+	// Deprecated: pass the client to [NewMember], which sends every Lease
+	// write under the operator's field owner. A Member built as a literal
+	// with Leases set still works, its writes carrying no field manager.
 	Leases coordinationv1client.LeasesGetter
 	// Namespace holds the Leases. Required.
 	Namespace string
@@ -74,7 +85,7 @@ type Member struct {
 	Identity string
 	// Ranges is how many ranges the hash space is split into: the most
 	// replicas that can share the work. All replicas must agree on it.
-	// Required, at most MaxRanges.
+	// Required, at most ranges.Max.
 	Ranges int
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
 	// timings for every range's Lease; zero means 15 s, 10 s and 2 s, as a
@@ -86,9 +97,19 @@ type Member struct {
 	DrainTimeout time.Duration
 	// OnChange, when set, is called (from one goroutine at a time) with
 	// the ranges this replica holds whenever they change.
-	OnChange func(held Ranges)
+	OnChange func(held ranges.Set)
+	// Clock tells the time of the Member's own rounds and Lease records,
+	// and times its waits. Nil means the real clock. (Each range's leader
+	// election keeps client-go's own clock.)
+	Clock clock.Clock
 
-	ranges []Range
+	// fieldOwner is the field manager of every Lease write, and built
+	// says the Member came from NewMember (a literal, deprecated, has
+	// none).
+	fieldOwner string
+	built      bool
+
+	ranges []ranges.Range
 	// preference is this replica's order of preference among the ranges,
 	// and ownLease the name of its member Lease; both set once by Start.
 	preference []int
@@ -102,12 +123,22 @@ type Member struct {
 	rangeObs map[string]observed // range Lease name -> last change seen
 	leaving  map[int]chan struct{}
 	started  bool
-	acquired []func(context.Context, Range) // see onAcquire
+	acquired []func(context.Context, ranges.Range) // see onAcquire
 	// epochs numbers the holdings: each acquisition of a range is a new
-	// one, which the caches following m hand over (cachedRanges).
+	// one, which the caches following m hand over (Holdings).
 	epochs uint64
-	// cacheFollowers are told when the ranges held change (followCache).
-	cacheFollowers []chan struct{}
+	// watchers are told when the holdings change (Notify).
+	watchers map[chan struct{}]bool
+}
+
+// NewMember returns a Member whose Lease reads and writes go through
+// leases (usually kubernetes.NewForConfigOrDie(cfg).CoordinationV1()), every
+// write under the field manager fieldOwner, the operator's name (the one
+// its other writes carry). Set Namespace, Name and Ranges before starting
+// it. A Member with an empty fieldOwner does not start: Start returns an
+// error wrapping errors.ErrNoFieldOwner.
+func NewMember(leases coordinationv1client.LeasesGetter, fieldOwner string) *Member {
+	return &Member{Leases: leases, fieldOwner: fieldOwner, built: true}
 }
 
 // holding is a range this replica holds.
@@ -145,15 +176,26 @@ func see(seen map[string]observed, l *coordinationv1.Lease, now time.Time) time.
 	return o.at
 }
 
-func (m *Member) validate() error {
+// ErrInvalidMember is what [Member.Validate] returns, wrapped, for a Member
+// set wrong.
+var ErrInvalidMember = errors.New("shard: invalid Member")
+
+// Validate reports the fields of m set wrong: no Leases client, no field
+// owner (a Member from [NewMember] with an empty one), no Namespace or Name,
+// a number of ranges out of bounds, timings leader election refuses. Start
+// calls it and returns its error, marked permanent.
+func (m *Member) Validate() error {
 	var errs []error
 	if m.Leases == nil {
-		errs = append(errs, errors.New("Leases is nil"))
+		errs = append(errs, errors.New("Leases is nil: build the Member with NewMember"))
+	}
+	if m.built && m.fieldOwner == "" {
+		errs = append(errs, errors.ErrNoFieldOwner)
 	}
 	if m.Namespace == "" || m.Name == "" {
 		errs = append(errs, errors.New("Namespace and Name are required"))
 	}
-	if err := checkN(m.Ranges); err != nil {
+	if _, err := ranges.Split(m.Ranges); err != nil {
 		errs = append(errs, err)
 	}
 	ld, rd, rp := m.timings()
@@ -168,7 +210,7 @@ func (m *Member) validate() error {
 		errs = append(errs, fmt.Errorf("LeaseDuration must be whole seconds, got %s", ld))
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("shard: invalid Member: %w", err)
+		return fmt.Errorf("%w: %w", ErrInvalidMember, err)
 	}
 	return nil
 }
@@ -194,10 +236,11 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // Start runs the member until ctx ends: it keeps its member Lease renewed
 // and holds its share of the ranges. When ctx ends it gives up every range
 // (drained, then released) and deletes its member Lease, so that the other
-// replicas take its ranges at once. A Member starts once.
+// replicas take its ranges at once. A Member starts once; one that
+// [Member.Validate] refuses does not start.
 func (m *Member) Start(ctx context.Context) error {
-	if err := m.validate(); err != nil {
-		return err
+	if err := m.Validate(); err != nil {
+		return errors.Permanent(err)
 	}
 	m.mu.Lock()
 	if m.started {
@@ -205,15 +248,21 @@ func (m *Member) Start(ctx context.Context) error {
 		return errors.New("shard: a Member starts once")
 	}
 	m.started = true
-	m.ranges, _ = Split(m.Ranges)
+	m.ranges, _ = ranges.Split(m.Ranges)
 	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
 	m.members, m.rangeObs = map[string]observed{}, map[string]observed{}
+	if m.Clock == nil {
+		m.Clock = clock.RealClock{}
+	}
+	if m.fieldOwner != "" {
+		m.Leases = fieldManaged{m.Leases, m.fieldOwner}
+	}
 	if m.Identity == "" {
 		host, _ := os.Hostname()
 		m.Identity = host + "_" + strconv.FormatUint(rand.Uint64(), 36)
 	}
 	m.preference = preference(m.Identity, len(m.ranges))
-	m.ownLease = fmt.Sprintf("%s-member-%016x", m.Name, fnv1a(m.Identity))
+	m.ownLease = fmt.Sprintf("%s-member-%016x", m.Name, hash(m.Identity))
 	m.mu.Unlock()
 	logger := log.FromContext(ctx).WithValues("shardGroup", m.Name, "identity", m.Identity)
 	ctx = log.IntoContext(ctx, logger)
@@ -227,12 +276,12 @@ func (m *Member) Start(ctx context.Context) error {
 		d := wait.Jitter(retry, 0.2)
 		if !next.IsZero() {
 			// A little after, so that the round finds it expired.
-			d = min(d, max(time.Until(next), 0)+10*time.Millisecond)
+			d = min(d, max(next.Sub(m.Clock.Now()), 0)+10*time.Millisecond)
 		}
-		t := time.NewTimer(d)
+		t := m.Clock.NewTimer(d)
 		select {
 		case <-ctx.Done():
-		case <-t.C:
+		case <-t.C():
 		}
 		t.Stop()
 	}
@@ -259,7 +308,7 @@ func (m *Member) Start(ctx context.Context) error {
 	return nil
 }
 
-// balance is one round: renew the member Lease, count the live members,
+// balance is one round: renew the member Lease, see the group's Leases,
 // and take or give up ranges towards this replica's share. It returns when
 // the first Lease of another replica (a range's or a member's) expires, by
 // this replica's clock (zero if none does).
@@ -273,27 +322,75 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 		logger.Info("could not list the group's Leases", "error", err)
 		return time.Time{}
 	}
-	now := time.Now()
-	ld, _, _ := m.timings()
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	live := 0
+	g := m.observe(leases.Items)
+	share := (len(m.ranges) + g.live - 1) / g.live
+	mine, trying := m.claims()
+	m.giveUpBeyond(ctx, mine, share, g.live)
+	active := m.stopTrying(ctx, trying, g.taken, min(len(mine), share), share)
+	takeOver, want := m.tryFree(ctx, g, share-min(len(mine), share)-active)
+	if want > 0 && len(takeOver) > 0 {
+		// Taking over writes to the API server: not while holding m.mu,
+		// which every Enter and Contains takes.
+		m.mu.Unlock()
+		won := m.takeOverSome(ctx, takeOver, g.expired, want)
+		m.mu.Lock()
+		for _, i := range won {
+			if m.electing[i] == nil && m.leaving[i] == nil {
+				m.elect(ctx, i)
+			}
+		}
+	}
+	return g.nextExpiry
+}
+
+// group is what one round saw of the group's Leases, by this replica's
+// clock.
+type group struct {
+	live       int                           // members alive, this one included
+	taken      map[int]bool                  // ranges another replica holds
+	expired    map[int]*coordinationv1.Lease // ranges whose holder let them expire
+	nextExpiry time.Time                     // when the first Lease of another replica expires
+}
+
+// observe reads the group's Leases: the live members, and which ranges
+// are taken or expired. Called with m.mu held.
+func (m *Member) observe(leases []coordinationv1.Lease) group {
+	now := m.Clock.Now()
+	ld, _, _ := m.timings()
+	g := group{taken: map[int]bool{}, expired: map[int]*coordinationv1.Lease{}}
+	expires := func(since time.Time) {
+		if at := since.Add(ld); g.nextExpiry.IsZero() || at.Before(g.nextExpiry) {
+			g.nextExpiry = at
+		}
+	}
 	seen := map[string]bool{}
-	for i := range leases.Items {
-		l := &leases.Items[i]
+	for i := range leases {
+		l := &leases[i]
 		seen[l.Name] = true
-		if l.Labels[MemberLabel] != "true" {
-			continue
-		}
-		if l.Name == m.memberLease() {
-			live++
-			continue
-		}
-		// A member whose Lease expires changes the share: a round then.
-		if since := see(m.members, l, now); now.Sub(since) < ld {
-			live++
-			if at := since.Add(ld); nextExpiry.IsZero() || at.Before(nextExpiry) {
-				nextExpiry = at
+		idx, isRange := m.rangeIndex(l.Name)
+		switch {
+		case l.Labels[MemberLabel] == "true" && l.Name == m.memberLease():
+			g.live++
+		case l.Labels[MemberLabel] == "true":
+			// A member whose Lease expires changes the share: a round then.
+			if since := see(m.members, l, now); now.Sub(since) < ld {
+				g.live++
+				expires(since)
+			}
+		case isRange:
+			// A Lease naming this replica is its own: held, being acquired,
+			// or left from an earlier run under the same identity (its
+			// election renews it at once).
+			since := see(m.rangeObs, l, now)
+			switch holder := ptr.Deref(l.Spec.HolderIdentity, ""); {
+			case holder == "" || holder == m.Identity:
+			case now.Sub(since) >= ld:
+				g.expired[idx] = l
+			default:
+				g.taken[idx] = true
+				expires(since)
 			}
 		}
 	}
@@ -305,36 +402,14 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 		}
 	}
 	if !seen[m.memberLease()] {
-		live++ // our own, not listed yet
+		g.live++ // our own, not listed yet
 	}
-	// A range is free when its Lease does not exist, has no holder, or
-	// has not changed for a lease duration by this replica's clock
-	// (expired: its holder is gone or cut off).
-	taken := map[int]bool{}
-	expired := map[int]*coordinationv1.Lease{}
-	for i := range leases.Items {
-		l := &leases.Items[i]
-		idx, ok := m.rangeIndex(l.Name)
-		if !ok || l.Labels[MemberLabel] == "true" {
-			continue
-		}
-		since := see(m.rangeObs, l, now)
-		// A Lease naming this replica is its own: held, being acquired, or
-		// left from an earlier run under the same identity (its election
-		// renews it at once).
-		switch holder := ptr.Deref(l.Spec.HolderIdentity, ""); {
-		case holder == "" || holder == m.Identity:
-		case now.Sub(since) >= ld:
-			expired[idx] = l
-		default:
-			taken[idx] = true
-			if at := since.Add(ld); nextExpiry.IsZero() || at.Before(nextExpiry) {
-				nextExpiry = at
-			}
-		}
-	}
-	share := (len(m.ranges) + live - 1) / live
-	var mine, trying []int
+	return g
+}
+
+// claims returns the ranges this replica holds and those it is trying
+// for (neither being given up), in order. Called with m.mu held.
+func (m *Member) claims() (mine, trying []int) {
 	for i := range m.electing {
 		switch {
 		case m.leaving[i] != nil:
@@ -345,46 +420,54 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 		}
 	}
 	sort.Ints(mine)
-	if len(mine) > share {
-		for _, i := range mine[share:] {
-			logger.Info("giving up a range beyond this replica's share", "range", m.ranges[i].String(), "members", live, "share", share)
-			m.leave(ctx, i)
-		}
-		mine = mine[:share]
+	sort.Ints(trying)
+	return mine, trying
+}
+
+// giveUpBeyond gives up what this replica holds beyond its share. Called
+// with m.mu held.
+func (m *Member) giveUpBeyond(ctx context.Context, mine []int, share, live int) {
+	for _, i := range mine[min(len(mine), share):] {
+		log.FromContext(ctx).Info("giving up a range beyond this replica's share", "range", m.ranges[i].String(), "members", live, "share", share)
+		m.leave(ctx, i)
 	}
-	// Stop trying for ranges another replica holds, or beyond the share.
-	active := 0
+}
+
+// stopTrying stops trying for ranges another replica holds, or beyond the
+// share, and returns how many tries go on. Called with m.mu held.
+func (m *Member) stopTrying(ctx context.Context, trying []int, taken map[int]bool, held, share int) (active int) {
 	for _, i := range trying {
-		if taken[i] || len(mine)+active >= share {
+		if taken[i] || held+active >= share {
 			m.leave(ctx, i)
 			continue
 		}
 		active++
 	}
-	// Try for free ranges while under the share, in this replica's own
-	// order of preference, so that replicas try for different ranges;
-	// expired ones are taken over after, in the same order, each until
-	// one is won (another replica may win the same one first).
-	want := share - len(mine) - active
-	var takeOver []int
+	return active
+}
+
+// tryFree tries for up to want free ranges, in this replica's own order of
+// preference, so that replicas try for different ranges, and returns, in
+// the same order, the expired ones to take over, and how many ranges it
+// still wants. Called with m.mu held.
+func (m *Member) tryFree(ctx context.Context, g group, want int) (takeOver []int, left int) {
 	for _, i := range m.preference {
-		if m.electing[i] != nil || m.leaving[i] != nil || taken[i] {
-			continue
-		}
-		if expired[i] != nil {
+		switch {
+		case m.electing[i] != nil || m.leaving[i] != nil || g.taken[i]:
+		case g.expired[i] != nil:
 			takeOver = append(takeOver, i)
-		} else if want > 0 {
+		case want > 0:
 			m.elect(ctx, i)
 			want--
 		}
 	}
-	if want <= 0 || len(takeOver) == 0 {
-		return nextExpiry
-	}
-	// Taking over writes to the API server: not while holding m.mu, which
-	// every Enter and Contains takes.
-	m.mu.Unlock()
-	var won []int
+	return takeOver, want
+}
+
+// takeOverSome takes over expired ranges, in order, until want are won
+// (another replica may win one first), and returns those won. Called
+// without m.mu.
+func (m *Member) takeOverSome(ctx context.Context, takeOver []int, expired map[int]*coordinationv1.Lease, want int) (won []int) {
 	for _, i := range takeOver {
 		if len(won) == want {
 			break
@@ -393,13 +476,7 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 			won = append(won, i)
 		}
 	}
-	m.mu.Lock()
-	for _, i := range won {
-		if m.electing[i] == nil && m.leaving[i] == nil {
-			m.elect(ctx, i)
-		}
-	}
-	return nextExpiry
+	return won
 }
 
 // takeOver makes this replica the holder of range i's expired Lease l (one
@@ -408,7 +485,7 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 // that its leader election renews it at once instead of observing it for
 // another lease duration. Called without m.mu.
 func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) bool {
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(m.Clock.Now())
 	next := l.DeepCopy()
 	next.Spec.HolderIdentity = ptr.To(m.Identity)
 	next.Spec.AcquireTime, next.Spec.RenewTime = &now, &now
@@ -439,7 +516,7 @@ func preference(identity string, n int) []int {
 	keys := make([]uint64, n)
 	for i := range order {
 		order[i] = i
-		keys[i] = fnv1a(identity + "/" + strconv.Itoa(i))
+		keys[i] = hash(identity + "/" + strconv.Itoa(i))
 	}
 	sort.Slice(order, func(a, b int) bool { return keys[order[a]] < keys[order[b]] })
 	return order
@@ -498,7 +575,7 @@ func (m *Member) acquire(ctx context.Context, i int) {
 		close(h.idle)
 	}
 	m.held[i] = h
-	m.notifyCaches()
+	m.notify()
 	hooks := slices.Clone(m.acquired)
 	m.mu.Unlock()
 	if h.draining {
@@ -516,7 +593,7 @@ func (m *Member) lose(i int) {
 	m.mu.Lock()
 	h := m.held[i]
 	delete(m.held, i)
-	m.notifyCaches()
+	m.notify()
 	m.mu.Unlock()
 	if h != nil {
 		m.changed()
@@ -562,7 +639,7 @@ func (m *Member) leave(ctx context.Context, i int) chan struct{} {
 			}
 			select {
 			case <-h.idle:
-			case <-time.After(drain):
+			case <-m.Clock.After(drain):
 				log.FromContext(ctx).Info("releasing a range whose work did not drain in time; its work's contexts are cancelled",
 					"range", m.ranges[i].String(), "drainTimeout", drain)
 			}
@@ -592,7 +669,7 @@ func (m *Member) release(ctx context.Context, i int) error {
 	if rec.HolderIdentity != m.Identity {
 		return nil
 	}
-	now := metav1.NewTime(time.Now())
+	now := metav1.NewTime(m.Clock.Now())
 	return lock.Update(ctx, resourcelock.LeaderElectionRecord{
 		LeaderTransitions:    rec.LeaderTransitions,
 		LeaseDurationSeconds: 1,
@@ -604,7 +681,7 @@ func (m *Member) release(ctx context.Context, i int) error {
 // renewMember creates or renews this replica's member Lease.
 func (m *Member) renewMember(ctx context.Context) error {
 	ld, _, _ := m.timings()
-	now := metav1.NewMicroTime(time.Now())
+	now := metav1.NewMicroTime(m.Clock.Now())
 	leases := m.Leases.Leases(m.Namespace)
 	l, err := leases.Get(ctx, m.memberLease(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -650,10 +727,10 @@ func (m *Member) changed() {
 
 // Held returns the ranges this replica holds and admits work in (not
 // those it is giving up), in order.
-func (m *Member) Held() Ranges {
+func (m *Member) Held() ranges.Set {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	var out Ranges
+	var out ranges.Set
 	for i, r := range m.ranges {
 		if h := m.held[i]; h != nil && !h.draining && h.ctx.Err() == nil {
 			out = append(out, r)
@@ -663,7 +740,7 @@ func (m *Member) Held() Ranges {
 }
 
 // Contains reports whether obj is in a range this replica holds and
-// admits work in: a Member is a [Selection], for [Predicate].
+// admits work in: a Member is a ranges.Selection, for ranges.Predicate.
 func (m *Member) Contains(obj client.Object) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -676,7 +753,7 @@ func (m *Member) admitting(obj client.Object) *holding {
 	if len(m.ranges) == 0 {
 		return nil
 	}
-	i, _ := Of(obj, len(m.ranges))
+	i, _ := ranges.Of(obj, len(m.ranges))
 	h := m.held[i]
 	if h == nil || h.draining || h.ctx.Err() != nil {
 		return nil
@@ -718,8 +795,103 @@ func (m *Member) Enter(ctx context.Context, obj client.Object) (context.Context,
 // onAcquire registers f to be called with each range this replica
 // acquires, after it is held, and a context that ends when the range is
 // lost or given up.
-func (m *Member) onAcquire(f func(context.Context, Range)) {
+func (m *Member) onAcquire(f func(context.Context, ranges.Range)) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.acquired = append(m.acquired, f)
+}
+
+// hash is the 64-bit FNV-1a hash of s: a replica's order of preference
+// among the ranges, and its member Lease's name.
+func hash(s string) uint64 {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(s))
+	return h.Sum64()
+}
+
+// Holdings returns, by range index, this replica's holding of each range
+// its caches hold (those it holds, draining ones included: their work may
+// still read them), and 0 for the others: a number that a range gets anew
+// each time the replica acquires it, so that a range lost and acquired
+// again, however quickly, is another holding, whose objects a following
+// cache hands over again (follow.Holder). Its length is Ranges.
+func (m *Member) Holdings() []uint64 {
+	out := make([]uint64, m.Ranges)
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	for i, h := range m.held {
+		if i < len(out) {
+			out[i] = h.epoch
+		}
+	}
+	return out
+}
+
+// Notify returns a channel that receives a value whenever Holdings may
+// have changed, and a function that stops it (follow.Holder).
+func (m *Member) Notify() (changed <-chan struct{}, stop func()) {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	if m.watchers == nil {
+		m.watchers = map[chan struct{}]bool{}
+	}
+	m.watchers[ch] = true
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.watchers, ch)
+		m.mu.Unlock()
+	}
+}
+
+// Group returns Name, the group's name in the metrics (follow.Holder).
+func (m *Member) Group() string { return m.Name }
+
+// notify tells the watchers that the holdings changed. Called with m.mu
+// held.
+func (m *Member) notify() {
+	for ch := range m.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+var _ follow.Holder = (*Member)(nil)
+
+// fieldManaged sends every Lease write with a field manager: the
+// operator's name, under which the API server records the fields it set.
+type fieldManaged struct {
+	coordinationv1client.LeasesGetter
+	owner string
+}
+
+func (f fieldManaged) Leases(ns string) coordinationv1client.LeaseInterface {
+	return fieldManagedLease{f.LeasesGetter.Leases(ns), f.owner}
+}
+
+type fieldManagedLease struct {
+	coordinationv1client.LeaseInterface
+	owner string
+}
+
+func (l fieldManagedLease) Create(ctx context.Context, lease *coordinationv1.Lease, o metav1.CreateOptions) (*coordinationv1.Lease, error) {
+	o.FieldManager = l.owner
+	return l.LeaseInterface.Create(ctx, lease, o)
+}
+
+func (l fieldManagedLease) Update(ctx context.Context, lease *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	o.FieldManager = l.owner
+	return l.LeaseInterface.Update(ctx, lease, o)
+}
+
+func (l fieldManagedLease) Patch(ctx context.Context, name string, pt types.PatchType, data []byte, o metav1.PatchOptions, sub ...string) (*coordinationv1.Lease, error) {
+	o.FieldManager = l.owner
+	return l.LeaseInterface.Patch(ctx, name, pt, data, o, sub...)
+}
+
+func (l fieldManagedLease) Apply(ctx context.Context, lease *coordinationv1ac.LeaseApplyConfiguration, o metav1.ApplyOptions) (*coordinationv1.Lease, error) {
+	o.FieldManager = l.owner
+	return l.LeaseInterface.Apply(ctx, lease, o)
 }

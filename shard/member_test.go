@@ -2,8 +2,8 @@ package shard_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,9 +22,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/internal/shardtest"
 )
 
 // Test timings: a range moves 2 s after its holder vanished.
@@ -34,6 +36,8 @@ const (
 	testRetry   = 250 * time.Millisecond
 	testRanges  = 6
 	settleLimit = 10 * time.Second
+	// fieldOwner is the test replicas' field manager.
+	fieldOwner = "widgets-controller"
 )
 
 // replica is one Member under test.
@@ -126,7 +130,7 @@ type group struct {
 }
 
 func newGroup(t *testing.T) *group {
-	e := requireEnv(t)
+	e := env.Require(t)
 	cs, err := kubernetes.NewForConfig(e.Config)
 	if err != nil {
 		t.Fatal(err)
@@ -140,8 +144,9 @@ func (g *group) start(name string) *replica {
 	g.t.Helper()
 	cut := &atomic.Bool{}
 	r := &replica{name: name, cut: cut, n: &counts{}, done: make(chan struct{})}
-	r.m = &shard.Member{Leases: cutLeases{g.leases, cut, r.n}, Namespace: g.ns, Name: g.name, Identity: name, Ranges: testRanges,
-		LeaseDuration: testLease, RenewDeadline: testRenew, RetryPeriod: testRetry, DrainTimeout: time.Minute}
+	r.m = shard.NewMember(cutLeases{g.leases, cut, r.n}, fieldOwner)
+	r.m.Namespace, r.m.Name, r.m.Identity, r.m.Ranges = g.ns, g.name, name, testRanges
+	r.m.LeaseDuration, r.m.RenewDeadline, r.m.RetryPeriod, r.m.DrainTimeout = testLease, testRenew, testRetry, time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {
@@ -393,27 +398,64 @@ func TestARangeIsReleasedOnlyAfterItsWorkEnds(t *testing.T) {
 	t.Logf("b took its share %s after a's work ended", g.waitBalanced("a", "b"))
 }
 
-// TestAMemberWithBadSettingsSaysWhatIsWrong checks the validation.
+// TestAMemberWithBadSettingsSaysWhatIsWrong checks the validation: Start
+// refuses, permanent, a Member Validate refuses, naming what is wrong.
 func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
+	member := func(set func(m *shard.Member)) *shard.Member {
+		m := shard.NewMember(cutLeases{}, fieldOwner)
+		m.Namespace, m.Name, m.Ranges = "n", "x", 2
+		set(m)
+		return m
+	}
 	tests := []struct {
 		name string
 		m    *shard.Member
 		want string
 	}{
 		{"nothing set", &shard.Member{}, "Leases is nil"},
-		{"no ranges", &shard.Member{Leases: cutLeases{}, Namespace: "n", Name: "x"}, "0 ranges"},
-		{"lease not longer than renew", &shard.Member{Leases: cutLeases{}, Namespace: "n", Name: "x", Ranges: 2, LeaseDuration: 10 * time.Second},
+		{"no field owner", shard.NewMember(cutLeases{}, ""), errors.ErrNoFieldOwner.Error()},
+		{"no ranges", member(func(m *shard.Member) { m.Ranges = 0 }), "0 ranges"},
+		{"no name", member(func(m *shard.Member) { m.Name = "" }), "Namespace and Name are required"},
+		{"lease not longer than renew", member(func(m *shard.Member) { m.LeaseDuration = 10 * time.Second }),
 			"LeaseDuration (10s) must be more than RenewDeadline (10s)"},
-		{"lease not whole seconds", &shard.Member{Leases: cutLeases{}, Namespace: "n", Name: "x", Ranges: 2, LeaseDuration: 15500 * time.Millisecond},
+		{"lease not whole seconds", member(func(m *shard.Member) { m.LeaseDuration = 15500 * time.Millisecond }),
 			"whole seconds"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			if err := tt.m.Validate(); err == nil || !strings.Contains(err.Error(), tt.want) || !errors.Is(err, shard.ErrInvalidMember) {
+				t.Errorf("Validate = %v, want shard.ErrInvalidMember containing %q", err, tt.want)
+			}
 			err := tt.m.Start(context.Background())
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("Start = %v, want an error containing %q", err, tt.want)
+			if c, _ := errors.Classify(err); c != errors.ClassPermanent || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Start = %v (%v), want a permanent error containing %q", err, c, tt.want)
 			}
 		})
+	}
+	if err := member(func(*shard.Member) {}).Validate(); err != nil {
+		t.Errorf("Validate of a Member set right: %v", err)
+	}
+}
+
+// TestEveryLeaseWriteCarriesTheFieldOwner: the Leases a Member writes
+// (its member Lease, the Leases of the ranges it holds, through client-go's
+// leader election) record the operator's field manager, and no other.
+func TestEveryLeaseWriteCarriesTheFieldOwner(t *testing.T) {
+	g := newGroup(t)
+	g.start("a")
+	g.waitBalanced("a")
+	leases := g.groupLeases()
+	if len(leases) != testRanges+1 {
+		t.Fatalf("%d Leases, want %d ranges and one member", len(leases), testRanges)
+	}
+	for _, l := range leases {
+		var managers []string
+		for _, e := range l.ManagedFields {
+			managers = append(managers, e.Manager)
+		}
+		if !slices.Equal(slices.Compact(managers), []string{fieldOwner}) {
+			t.Errorf("Lease %s: field managers %v, want only %q", l.Name, managers, fieldOwner)
+		}
 	}
 }
 
@@ -426,7 +468,7 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 func TestGuardHandsEachObjectToTheReplicaThatHoldsItsRange(t *testing.T) {
 	g := newGroup(t)
 	c := env.Client(t)
-	widgets := create(t, c, g.ns, "w", 60, newWidget)
+	widgets := shardtest.Create(t, c, g.ns, "w", 60, shardtest.NewWidget)
 	type queued struct {
 		mu   sync.Mutex
 		reqs map[reconcile.Request]bool

@@ -1,77 +1,17 @@
 package shard
 
 import (
-	"sync"
-
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promauto"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// The package's metrics, registered with controller-runtime's registry so
-// the manager's /metrics serves them.
-var (
-	rangesHeld = promauto.With(metrics.Registry).NewGaugeVec(prometheus.GaugeOpts{
-		Name: "reconcilekit_shard_ranges_held",
-		Help: "Ranges this replica holds and admits work in, by Member group.",
-	}, []string{"group"})
-	selectorSupport = promauto.With(metrics.Registry).NewGaugeVec(prometheus.GaugeOpts{
-		Name: "reconcilekit_shard_selector_support",
-		Help: "What the API server does with a ShardSelector, as Detect found it: 1 for the support found (honoured, ignored, refused), 0 for the others, by list kind.",
-	}, []string{"kind", "support"})
-	eventsFiltered = promauto.With(metrics.Registry).NewCounter(prometheus.CounterOpts{
-		Name: "reconcilekit_shard_events_filtered_total",
-		Help: "Events the in-process filter (Predicate) dropped because their object is in a range this replica does not hold: the work a server honouring ShardSelector would have spared.",
-	})
-)
+// rangesHeld is the package's metric, registered with controller-runtime's
+// registry so the manager's /metrics serves it (docs/metrics.md).
+var rangesHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
+	Name: "reconcilekit_shard_ranges_held",
+	Help: "Ranges this replica holds and admits work in, by Member group.",
+}, []string{"group"})
 
-// cached is the gauge reconcilekit_shard_cached_objects: the objects the
-// running informers that follow a Member's ranges hold, summed by group
-// and kind (several managers in one process, as in tests, add up).
-var cached = func() *cachedCollector {
-	c := &cachedCollector{
-		desc: prometheus.NewDesc("reconcilekit_shard_cached_objects",
-			"Objects held by the informers that follow the ranges this replica holds (Member.WrapCacheOptions), by Member group and kind.",
-			[]string{"group", "kind"}, nil),
-		running: map[*follower]int{},
-	}
-	metrics.Registry.MustRegister(c)
-	return c
-}()
-
-type cachedCollector struct {
-	desc    *prometheus.Desc
-	mu      sync.Mutex
-	running map[*follower]int
-}
-
-func (c *cachedCollector) add(f *follower) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.running[f]++
-}
-
-func (c *cachedCollector) remove(f *follower) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.running[f]--; c.running[f] <= 0 {
-		delete(c.running, f)
-	}
-}
-
-// Describe sends the gauge's description.
-func (c *cachedCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect sends the gauge's values.
-func (c *cachedCollector) Collect(ch chan<- prometheus.Metric) {
-	type series struct{ group, kind string }
-	sums := map[series]int{}
-	c.mu.Lock()
-	for f := range c.running {
-		sums[series{f.m.Name, f.kind}] += f.cachedObjects()
-	}
-	c.mu.Unlock()
-	for s, n := range sums {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n), s.group, s.kind)
-	}
+func init() {
+	metrics.Registry.MustRegister(rangesHeld)
 }

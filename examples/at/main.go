@@ -52,6 +52,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
 	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // leaderElectionID names the Lease the replicas compete for.
@@ -154,8 +155,8 @@ func (o *options) validate() error {
 	if o.workers < 1 {
 		errs = append(errs, fmt.Errorf("--workers must be at least 1, got %d", o.workers))
 	}
-	if o.shards < 0 || o.shards > shard.MaxRanges {
-		errs = append(errs, fmt.Errorf("--shards must be between 0 and %d, got %d", shard.MaxRanges, o.shards))
+	if o.shards < 0 || o.shards > ranges.Max {
+		errs = append(errs, fmt.Errorf("--shards must be between 0 and %d, got %d", ranges.Max, o.shards))
 	}
 	if o.readYourWrites != guardFreshness && o.readYourWrites != guardControllerRuntime {
 		errs = append(errs, fmt.Errorf("--read-your-writes %q: want %q or %q", o.readYourWrites, guardFreshness, guardControllerRuntime))
@@ -243,9 +244,11 @@ func run(ctx context.Context, o *options) error {
 		if err != nil {
 			return fmt.Errorf("a client for the shard Leases: %w", err)
 		}
-		copts.Shard = &shard.Member{Leases: cs.CoordinationV1(), Namespace: namespace, Name: "at", Ranges: o.shards,
-			LeaseDuration: o.leaseDuration, RenewDeadline: o.renewDeadline, RetryPeriod: o.retryPeriod,
-			OnChange: func(held shard.Ranges) { setupLog.Info("ranges held", "ranges", held.String()) }}
+		m := shard.NewMember(cs.CoordinationV1(), controller.Name)
+		m.Namespace, m.Name, m.Ranges = namespace, "at", o.shards
+		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
+		m.OnChange = func(held ranges.Set) { setupLog.Info("ranges held", "ranges", held.String()) }
+		copts.Shard = m
 		// The cache holds the Ats of the ranges held and their Pods.
 		if mopts.Cache, err = controller.CacheOptions(copts.Shard, cache.Options{}); err != nil {
 			return fmt.Errorf("the sharded cache: %w", err)
@@ -261,7 +264,7 @@ func run(ctx context.Context, o *options) error {
 		}
 		// One line says how the replicas split the work on this server.
 		dctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		d, err := shard.Detect(dctx, mgr.GetAPIReader(), &atv1.AtList{})
+		d, err := ranges.Detect(dctx, mgr.GetAPIReader(), &atv1.AtList{})
 		cancel()
 		if err != nil {
 			setupLog.Info("sharded; could not ask the API server about ShardSelector", "shards", o.shards, "error", err.Error())

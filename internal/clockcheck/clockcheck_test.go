@@ -27,9 +27,7 @@ var banned = []string{"Now", "Since", "Until"}
 // allowed are the library files that still read the wall clock, each
 // while the helper named beside it removes the calls (#34). An entry whose
 // file no longer calls any fails the test: delete it then.
-var allowed = map[string]string{
-	"shard/member.go": "the lead removes it, with shard's split (membership's Leases)",
-}
+var allowed = map[string]string{}
 
 // mustFind are library packages the walk must find, so that a change in
 // the layout cannot make the test check nothing.

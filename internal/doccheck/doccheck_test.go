@@ -39,6 +39,8 @@ var libraries = map[string]string{
 	"drift":         "drift",
 	"freshness":     "freshness",
 	"shard":         "shard",
+	"ranges":        "shard/ranges",
+	"follow":        "shard/follow",
 	"reconcile":     "reconcile",
 	"reconciletest": "reconcile/reconciletest",
 	"testenv":       "reconcile/reconciletest/testenv",

@@ -18,7 +18,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
 	"github.com/reconcilekit/reconcilekit/internal/restart"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 var (
@@ -137,7 +137,7 @@ func runRestarts(t *testing.T, pl *plane, api *restart.APIServer, bins binaries,
 				at = a
 			}
 		}
-		rng, _ := shard.Of(at, shardRanges)
+		rng, _ := ranges.Of(at, shardRanges)
 		t.Logf("%s: %s (range %d) due +%s, DONE +%s", what, name, rng, at.Spec.Schedule, hist.done[name].Sub(firstDue).Round(time.Millisecond))
 	}
 	hist.mu.Unlock()
@@ -177,7 +177,7 @@ func runRestarts(t *testing.T, pl *plane, api *restart.APIServer, bins binaries,
 		leaseRules.report(t)
 		rangeOf := map[string]int{}
 		for i := range atList.Items {
-			r, err := shard.Of(&atList.Items[i], shardRanges)
+			r, err := ranges.Of(&atList.Items[i], shardRanges)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -21,7 +21,7 @@ import (
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // leaseTimings are a sharded At's leader election timings, for every one
@@ -447,7 +447,7 @@ func testShardedAts(t *testing.T, gated bool) {
 		if at.Status.Phase != atv1.PhaseDone || podsOf[at.Name] != 1 || seen[at.Name] != 1 {
 			done.add("%s: phase %q, %d Pods now, %d seen by the kubelet", at.Name, at.Status.Phase, podsOf[at.Name], seen[at.Name])
 		}
-		r, err := shard.Of(at, shardRanges)
+		r, err := ranges.Of(at, shardRanges)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -75,6 +75,14 @@ func run(ctx context.Context, w io.Writer, root, oldRev, newRev string, verbose 
 	}
 	if len(res.Unnamed) == 0 {
 		fmt.Fprintf(w, "apicompat: %s -> working tree: %d incompatible changes, each named under [Unreleased] in CHANGELOG.md; %d compatible\n", rel, incompatible, compatible)
+		// What the release's users wrote, as its own examples stand for
+		// it, must build without an edit: a moved name keeps an alias.
+		if err := check.Runner.OldExamples(ctx, root, res.Release.Commit); err != nil {
+			fmt.Fprintln(w, err)
+			fmt.Fprintln(w, "A user of the last release must be able to upgrade without an edit beyond what Deprecated notes say: keep the old name working (docs/releasing.md).")
+			return 1, nil
+		}
+		fmt.Fprintf(w, "apicompat: the examples of %s (the At operator, the embedding guide, the kubebuilder scaffold, with their tests) build against the working tree\n", res.Release.Version)
 		return 0, nil
 	}
 	fmt.Fprintf(w, "apicompat: %d of the %d incompatible changes since %s are not named under \"## [Unreleased]\", \"### %s\" of CHANGELOG.md:\n",

@@ -46,6 +46,8 @@ import (
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/follow"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // Name is the controller's name: its field manager and event source.
@@ -187,7 +189,7 @@ func CacheByObject() map[client.Object]cache.ByObject {
 
 // CacheOptions returns the manager cache settings of a sharded At
 // controller: base with [CacheByObject]'s, and the At and Pod informers
-// following the ranges m holds ([shard.Member.WrapCacheOptions]), so that a
+// following the ranges m holds (follow.CacheOptions), so that a
 // replica caches only the Ats of its ranges and their Pods (labelled with
 // their At's range when the controller creates them). Pass the same m as
 // Options.Shard:
@@ -201,7 +203,7 @@ func CacheOptions(m *shard.Member, base cache.Options) (cache.Options, error) {
 	}
 	maps.Copy(byObject, CacheByObject())
 	base.ByObject = byObject
-	return m.WrapCacheOptions(base, shard.Follow{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
+	return follow.CacheOptions(m, base, follow.Kinds{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
 }
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods
@@ -240,7 +242,7 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		// the Ats of a range this replica acquires come as new objects,
 		// and those of a range it left as deleted ones, which Predicate
 		// drops; Guard fences every reconcile.
-		ats = predicate.And(ats, shard.Predicate(o.Shard))
+		ats = predicate.And(ats, ranges.Predicate(o.Shard))
 		r = shard.Guard[*atv1.At](o.Shard, mgr.GetClient(), loop)
 	}
 	return b.For(&atv1.At{}, builder.WithPredicates(ats)).
@@ -281,7 +283,7 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	if r.shard != nil {
 		// The replica that holds the At's range caches its Pod by this
 		// label.
-		if err := r.shard.Label(at, pod); err != nil {
+		if err := follow.Label(r.shard, at, pod); err != nil {
 			return reconcile.Progress{}, err
 		}
 	}
@@ -340,10 +342,10 @@ func (r *AtReconciler) adoptPod(ctx context.Context, at *atv1.At, key client.Obj
 		return err
 	}
 	labelled := pod.DeepCopy()
-	if err := r.shard.Label(at, labelled); err != nil {
+	if err := follow.Label(r.shard, at, labelled); err != nil {
 		return err
 	}
-	if labelled.Labels[shard.RangeLabel] == pod.Labels[shard.RangeLabel] {
+	if labelled.Labels[follow.RangeLabel] == pod.Labels[follow.RangeLabel] {
 		return nil
 	}
 	if err := r.client.Patch(ctx, labelled, client.MergeFrom(pod)); err != nil {

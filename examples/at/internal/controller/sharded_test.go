@@ -27,6 +27,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/podtest"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/follow"
 )
 
 // write is one accepted write of a replica, attributed to an At.
@@ -296,8 +297,9 @@ type replica struct {
 // and stops it when the test ends. The caller holds managerMu.
 func startReplica(t *testing.T, ns, name string, leases kubernetes.Interface, wrap func(client.WithWatch) client.WithWatch) *replica {
 	t.Helper()
-	m := &shard.Member{Leases: leases.CoordinationV1(), Namespace: ns, Name: "at", Identity: name, Ranges: 6,
-		LeaseDuration: 2 * time.Second, RenewDeadline: 1500 * time.Millisecond, RetryPeriod: 250 * time.Millisecond}
+	m := shard.NewMember(leases.CoordinationV1(), controller.Name)
+	m.Namespace, m.Name, m.Identity, m.Ranges = ns, "at", name, 6
+	m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 250*time.Millisecond
 	copts, err := controller.CacheOptions(m, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
 	if err != nil {
 		t.Fatal(err)
@@ -391,7 +393,7 @@ func TestASharedAtControllerAdoptsThePodsCreatedBeforeItRanSharded(t *testing.T)
 			if err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, p); err != nil {
 				return false, err
 			}
-			return p.Labels[shard.RangeLabel] != "", nil
+			return p.Labels[follow.RangeLabel] != "", nil
 		})
 		if err != nil {
 			t.Fatalf("the Pod of the %s At was never labelled with its range: %v", at.Name, err)

@@ -1,4 +1,4 @@
-package shard
+package ranges
 
 import (
 	"fmt"
@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
-// MaxRanges is the most ranges [Split] makes. A sharded controller holds
+// Max is the most ranges [Split] makes. A sharded controller holds
 // each range through a Lease renewed every few seconds, so more ranges than
 // this cost Lease writes without spreading the work any better.
-const MaxRanges = 1024
+const Max = 1024
 
 // uidKey is the field the API server hashes: the object's UID, in the
 // object-rooted syntax ShardSelector uses.
@@ -38,7 +38,7 @@ type Range struct {
 // Split divides the hash space into n contiguous ranges of equal size (to
 // within one hash), in order, from 0 to 2^64-1. Range i starts at
 // ceil(i·2^64/n), so an object is in range [Of](obj, n). n must be between
-// 1 and [MaxRanges].
+// 1 and [Max].
 func Split(n int) ([]Range, error) {
 	if err := checkN(n); err != nil {
 		return nil, err
@@ -64,14 +64,14 @@ func start(i, n int) uint64 {
 }
 
 func checkN(n int) error {
-	if n < 1 || n > MaxRanges {
-		return fmt.Errorf("shard: %d ranges: want between 1 and %d", n, MaxRanges)
+	if n < 1 || n > Max {
+		return fmt.Errorf("shard: %d ranges: want between 1 and %d", n, Max)
 	}
 	return nil
 }
 
 // Of returns the index of the range of [Split](n) that holds obj, by the
-// hash of its UID. n must be between 1 and [MaxRanges].
+// hash of its UID. n must be between 1 and [Max].
 func Of(obj client.Object, n int) (int, error) {
 	if err := checkN(n); err != nil {
 		return 0, err
@@ -156,7 +156,7 @@ func (r Range) String() string {
 // so that a list (or watch) sent to the API server returns only the range's
 // objects where the server honours it (see [Detect]). A cache-backed client
 // ignores it: its informers hold what they were built to hold (see
-// [WrapCacheOptions]).
+// [CacheOptions]).
 func (r Range) ApplyToList(opts *client.ListOptions) {
 	setSelector(opts, r.Selector())
 }
@@ -168,12 +168,12 @@ func setSelector(opts *client.ListOptions, sel string) {
 	opts.Raw.ShardSelector = sel
 }
 
-// Ranges is a set of ranges: those one replica holds, for instance.
-// Ranges is a client.ListOption, like [Range].
-type Ranges []Range
+// Set is a set of ranges: those one replica holds, for instance.
+// Set is a client.ListOption, like [Range].
+type Set []Range
 
 // Contains reports whether obj's UID hashes into one of rs.
-func (rs Ranges) Contains(obj client.Object) bool {
+func (rs Set) Contains(obj client.Object) bool {
 	h := Hash(obj)
 	for _, r := range rs {
 		if r.has(h) {
@@ -185,10 +185,10 @@ func (rs Ranges) Contains(obj client.Object) bool {
 
 // Selector returns a ShardSelector expression for the union of rs:
 // ranges that touch or overlap are merged, and the rest joined with "||",
-// in order of their start. An empty Ranges has no expression and Selector
+// in order of their start. An empty Set has no expression and Selector
 // returns "": beware that a list with no ShardSelector returns every
 // object.
-func (rs Ranges) Selector() string {
+func (rs Set) Selector() string {
 	merged := rs.merge()
 	if len(merged) == 0 {
 		return ""
@@ -202,7 +202,7 @@ func (rs Ranges) Selector() string {
 
 // merge returns rs sorted by start, with ranges that touch or overlap
 // joined into one.
-func (rs Ranges) merge() Ranges {
+func (rs Set) merge() Set {
 	sorted := slices.Clone(rs)
 	slices.SortFunc(sorted, func(a, b Range) int {
 		switch {
@@ -213,7 +213,7 @@ func (rs Ranges) merge() Ranges {
 		}
 		return 0
 	})
-	var out Ranges
+	var out Set
 	for _, r := range sorted {
 		if r.Start > r.Last {
 			out = append(out, r) // not a range: kept as given, for the server to refuse
@@ -231,7 +231,7 @@ func (rs Ranges) merge() Ranges {
 
 // String returns the merged ranges of rs as intervals, separated by
 // commas: "[0x0000000000000000, 0x4000000000000000), [0x8000000000000000, 0xc000000000000000)".
-func (rs Ranges) String() string {
+func (rs Set) String() string {
 	s := ""
 	for i, r := range rs.merge() {
 		if i > 0 {
@@ -242,13 +242,13 @@ func (rs Ranges) String() string {
 	return s
 }
 
-// ApplyToList sets the list's ShardSelector to rs's [Ranges.Selector]. An
-// empty Ranges sets none, and the list returns every object.
-func (rs Ranges) ApplyToList(opts *client.ListOptions) {
+// ApplyToList sets the list's ShardSelector to rs's [Set.Selector]. An
+// empty Set sets none, and the list returns every object.
+func (rs Set) ApplyToList(opts *client.ListOptions) {
 	setSelector(opts, rs.Selector())
 }
 
 var (
 	_ client.ListOption = Range{}
-	_ client.ListOption = Ranges{}
+	_ client.ListOption = Set{}
 )

@@ -1,4 +1,4 @@
-package shard_test
+package ranges_test
 
 import (
 	"fmt"
@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // withUID returns a ConfigMap whose UID is uid: all the package reads.
@@ -28,20 +28,20 @@ func TestSplit(t *testing.T) {
 	tests := []struct {
 		name string
 		n    int
-		want []shard.Range
+		want []ranges.Range
 	}{
-		{name: "one range is the whole space", n: 1, want: []shard.Range{{Start: 0, Last: math.MaxUint64}}},
-		{name: "halves", n: 2, want: []shard.Range{
+		{name: "one range is the whole space", n: 1, want: []ranges.Range{{Start: 0, Last: math.MaxUint64}}},
+		{name: "halves", n: 2, want: []ranges.Range{
 			{Start: 0, Last: 1<<63 - 1},
 			{Start: 1 << 63, Last: math.MaxUint64},
 		}},
 		// 2^64/3 = 0x5555555555555555.55…: a range starts at the ceiling.
-		{name: "thirds", n: 3, want: []shard.Range{
+		{name: "thirds", n: 3, want: []ranges.Range{
 			{Start: 0, Last: 0x5555555555555555},
 			{Start: 0x5555555555555556, Last: 0xaaaaaaaaaaaaaaaa},
 			{Start: 0xaaaaaaaaaaaaaaab, Last: math.MaxUint64},
 		}},
-		{name: "quarters", n: 4, want: []shard.Range{
+		{name: "quarters", n: 4, want: []ranges.Range{
 			{Start: 0, Last: 0x3fffffffffffffff},
 			{Start: 0x4000000000000000, Last: 0x7fffffffffffffff},
 			{Start: 0x8000000000000000, Last: 0xbfffffffffffffff},
@@ -50,7 +50,7 @@ func TestSplit(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := shard.Split(tt.n)
+			got, err := ranges.Split(tt.n)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -62,16 +62,16 @@ func TestSplit(t *testing.T) {
 }
 
 func TestSplitRefusesBadCounts(t *testing.T) {
-	for _, n := range []int{0, -1, math.MinInt, shard.MaxRanges + 1, math.MaxInt} {
+	for _, n := range []int{0, -1, math.MinInt, ranges.Max + 1, math.MaxInt} {
 		t.Run(strconv.Itoa(n), func(t *testing.T) {
-			rs, err := shard.Split(n)
+			rs, err := ranges.Split(n)
 			if err == nil || rs != nil {
 				t.Fatalf("Split(%d) = %v, %v; want an error", n, rs, err)
 			}
-			if want := fmt.Sprintf("%d ranges: want between 1 and %d", n, shard.MaxRanges); !strings.Contains(err.Error(), want) {
+			if want := fmt.Sprintf("%d ranges: want between 1 and %d", n, ranges.Max); !strings.Contains(err.Error(), want) {
 				t.Errorf("Split(%d) error %q; want it to say %q", n, err, want)
 			}
-			if _, err := shard.Of(withUID("u"), n); err == nil {
+			if _, err := ranges.Of(withUID("u"), n); err == nil {
 				t.Errorf("Of(obj, %d) gave no error", n)
 			}
 		})
@@ -81,8 +81,8 @@ func TestSplitRefusesBadCounts(t *testing.T) {
 // TestSplitAllCounts checks every count Split accepts: the ranges are
 // contiguous, cover the space, and their sizes differ by at most one.
 func TestSplitAllCounts(t *testing.T) {
-	for n := 1; n <= shard.MaxRanges; n++ {
-		rs, err := shard.Split(n)
+	for n := 1; n <= ranges.Max; n++ {
+		rs, err := ranges.Split(n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,8 +106,8 @@ func TestSplitAllCounts(t *testing.T) {
 // TestSelector checks the expressions against those the API's own
 // documentation gives (metav1.ListOptions.ShardSelector).
 func TestSelector(t *testing.T) {
-	two, _ := shard.Split(2)
-	four, _ := shard.Split(4)
+	two, _ := ranges.Split(2)
+	four, _ := ranges.Split(4)
 	tests := []struct {
 		name       string
 		sel        interface{ Selector() string }
@@ -134,37 +134,37 @@ func TestSelector(t *testing.T) {
 		},
 		{
 			name:       "the zero Range holds the hash 0",
-			sel:        shard.Range{},
+			sel:        ranges.Range{},
 			want:       "shardRange(object.metadata.uid, '0x0000000000000000', '0x0000000000000001')",
 			wantString: "[0x0000000000000000, 0x0000000000000001)",
 		},
 		{
 			name:       "ranges apart are joined with ||, in order",
-			sel:        shard.Ranges{four[3], four[1]},
+			sel:        ranges.Set{four[3], four[1]},
 			want:       "shardRange(object.metadata.uid, '0x4000000000000000', '0x8000000000000000') || shardRange(object.metadata.uid, '0xc000000000000000', '0x10000000000000000')",
 			wantString: "[0x4000000000000000, 0x8000000000000000), [0xc000000000000000, 0x10000000000000000)",
 		},
 		{
 			name:       "ranges that touch are merged",
-			sel:        shard.Ranges{four[2], four[0], four[1]},
+			sel:        ranges.Set{four[2], four[0], four[1]},
 			want:       "shardRange(object.metadata.uid, '0x0000000000000000', '0xc000000000000000')",
 			wantString: "[0x0000000000000000, 0xc000000000000000)",
 		},
 		{
 			name:       "all of them are the whole space",
-			sel:        shard.Ranges(four),
+			sel:        ranges.Set(four),
 			want:       "shardRange(object.metadata.uid, '0x0000000000000000', '0x10000000000000000')",
 			wantString: "[0x0000000000000000, 0x10000000000000000)",
 		},
 		{
 			name:       "overlaps and repeats are merged",
-			sel:        shard.Ranges{{Start: 10, Last: 20}, {Start: 15, Last: 30}, {Start: 10, Last: 20}, {Start: 40, Last: 50}},
+			sel:        ranges.Set{{Start: 10, Last: 20}, {Start: 15, Last: 30}, {Start: 10, Last: 20}, {Start: 40, Last: 50}},
 			want:       "shardRange(object.metadata.uid, '0x000000000000000a', '0x000000000000001f') || shardRange(object.metadata.uid, '0x0000000000000028', '0x0000000000000033')",
 			wantString: "[0x000000000000000a, 0x000000000000001f), [0x0000000000000028, 0x0000000000000033)",
 		},
 		{
 			name: "no ranges, no selector",
-			sel:  shard.Ranges{},
+			sel:  ranges.Set{},
 			want: "",
 		},
 	}
@@ -181,7 +181,7 @@ func TestSelector(t *testing.T) {
 }
 
 func TestApplyToList(t *testing.T) {
-	two, _ := shard.Split(2)
+	two, _ := ranges.Split(2)
 	var opts client.ListOptions
 	opts.ApplyOptions([]client.ListOption{client.InNamespace("ns"), client.Limit(5), two[1]})
 	raw := opts.AsListOptions()
@@ -189,7 +189,7 @@ func TestApplyToList(t *testing.T) {
 		t.Errorf("ListOptions = %+v, namespace %q; want the selector of %s, limit 5, namespace ns", raw, opts.Namespace, two[1])
 	}
 	opts = client.ListOptions{}
-	opts.ApplyOptions([]client.ListOption{shard.Ranges{two[0]}})
+	opts.ApplyOptions([]client.ListOption{ranges.Set{two[0]}})
 	if got := opts.AsListOptions().ShardSelector; got != two[0].Selector() {
 		t.Errorf("Ranges set ShardSelector %q; want %q", got, two[0].Selector())
 	}
@@ -206,7 +206,7 @@ func TestHash(t *testing.T) {
 		{uid: "foobar", want: 0x85944171f73967e8},
 	}
 	for _, tt := range tests {
-		if got := shard.Hash(withUID(tt.uid)); got != tt.want {
+		if got := ranges.Hash(withUID(tt.uid)); got != tt.want {
 			t.Errorf("Hash(uid %q) = %#x; want %#x", tt.uid, got, tt.want)
 		}
 	}
@@ -221,10 +221,10 @@ func FuzzRange(f *testing.F) {
 	f.Add("6f1b1d2e-0c8a-4b9e-9a53-2d6a2b8f4c11", uint16(2), uint64(0))
 	f.Add("", uint16(1), uint64(1))
 	f.Add("a", uint16(3), uint64(5))
-	f.Add("uid", uint16(shard.MaxRanges), uint64(math.MaxUint64))
+	f.Add("uid", uint16(ranges.Max), uint64(math.MaxUint64))
 	f.Fuzz(func(t *testing.T, uid string, n16 uint16, subset uint64) {
 		obj := withUID(uid)
-		h := shard.Hash(obj)
+		h := ranges.Hash(obj)
 
 		std := fnv.New64a()
 		std.Write([]byte(uid))
@@ -235,12 +235,12 @@ func FuzzRange(f *testing.F) {
 			t.Fatalf("Hash(%q) = %s; sharding.HashField says %s", uid, want, sharding.HashField(uid))
 		}
 
-		n := int(n16)%shard.MaxRanges + 1
-		rs, err := shard.Split(n)
+		n := int(n16)%ranges.Max + 1
+		rs, err := ranges.Split(n)
 		if err != nil {
 			t.Fatal(err)
 		}
-		of, err := shard.Of(obj, n)
+		of, err := ranges.Of(obj, n)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -269,7 +269,7 @@ func FuzzRange(f *testing.F) {
 		}
 		// A subset of up to 64 ranges, chosen by the bits of subset, as a
 		// replica holding them would list it.
-		var held shard.Ranges
+		var held ranges.Set
 		for i := 0; i < n && i < 64; i++ {
 			if subset&(1<<i) != 0 {
 				held = append(held, rs[i])
@@ -298,10 +298,10 @@ var selectorPart = regexp.MustCompile(`^shardRange\(object\.metadata\.uid, '(0x[
 // upstreamMatches reads the selector of rs back into apimachinery's shard
 // range requirements, and asks apimachinery's selector (what the API
 // server evaluates) whether obj matches.
-func upstreamMatches(t *testing.T, obj client.Object, rs ...shard.Range) bool {
+func upstreamMatches(t *testing.T, obj client.Object, rs ...ranges.Range) bool {
 	t.Helper()
 	var reqs []sharding.ShardRangeRequirement
-	for _, part := range strings.Split(shard.Ranges(rs).Selector(), " || ") {
+	for _, part := range strings.Split(ranges.Set(rs).Selector(), " || ") {
 		m := selectorPart.FindStringSubmatch(part)
 		if m == nil {
 			t.Fatalf("selector part %q is not one the API server accepts", part)

@@ -1,4 +1,4 @@
-package shard_test
+package ranges_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // selectorOf returns the ShardSelector opts would send.
@@ -57,33 +57,33 @@ func TestDetectDecides(t *testing.T) {
 		name        string
 		objs        []client.Object
 		funcs       interceptor.Funcs
-		want        shard.Support
+		want        ranges.Support
 		wantReason  string
 		wantErrText string
 	}{
 		{
 			name:       "ignored: an object outside the range comes back",
 			objs:       objs,
-			want:       shard.Ignored,
+			want:       ranges.Ignored,
 			wantReason: "the server returned ns/a, whose UID hashes to 0x",
 		},
 		{
 			name:       "ignored: no objects, and an invalid selector is served",
-			want:       shard.Ignored,
+			want:       ranges.Ignored,
 			wantReason: "the server served a list with the invalid ShardSelector",
 		},
 		{
 			name:       "honoured: the selector is echoed",
 			objs:       objs,
 			funcs:      honour(true),
-			want:       shard.Honoured,
+			want:       ranges.Honoured,
 			wantReason: "it echoed it in listMeta.shardInfo",
 		},
 		{
 			name:       "honoured: no echo (a custom resource), an invalid selector is refused",
 			objs:       objs,
 			funcs:      honour(false),
-			want:       shard.Honoured,
+			want:       ranges.Honoured,
 			wantReason: "it refused an empty range with",
 		},
 		{
@@ -95,7 +95,7 @@ func TestDetectDecides(t *testing.T) {
 				}
 				return c.List(ctx, list, opts...)
 			}},
-			want:       shard.Refused,
+			want:       ranges.Refused,
 			wantReason: "fails (unknown parameter shardSelector), the same list without it succeeds",
 		},
 		{
@@ -120,7 +120,7 @@ func TestDetectDecides(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithObjects(tt.objs...).WithInterceptorFuncs(tt.funcs).Build()
 			list := &corev1.ConfigMapList{}
-			got, err := shard.Detect(context.Background(), c, list, client.InNamespace("ns"))
+			got, err := ranges.Detect(context.Background(), c, list, client.InNamespace("ns"))
 			if tt.wantErrText != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrText) {
 					t.Fatalf("Detect() = %v, %v; want an error with %q", got, err, tt.wantErrText)
@@ -136,7 +136,7 @@ func TestDetectDecides(t *testing.T) {
 			if !strings.HasPrefix(got.String(), string(tt.want)+": ") {
 				t.Errorf("String() = %q; want it to start with %q", got, tt.want+": ")
 			}
-			for _, s := range []shard.Support{shard.Honoured, shard.Ignored, shard.Refused} {
+			for _, s := range []ranges.Support{ranges.Honoured, ranges.Ignored, ranges.Refused} {
 				want := 0.0
 				if s == tt.want {
 					want = 1
@@ -153,7 +153,7 @@ func TestDetectDecides(t *testing.T) {
 }
 
 func ExampleDetection_String() {
-	d := shard.Detection{Support: shard.Ignored, Reason: "the server returned ns/a, whose UID hashes to 0x1c1b1f4f5e3d2a10"}
+	d := ranges.Detection{Support: ranges.Ignored, Reason: "the server returned ns/a, whose UID hashes to 0x1c1b1f4f5e3d2a10"}
 	fmt.Println(d)
 	// Output: ignored: the server returned ns/a, whose UID hashes to 0x1c1b1f4f5e3d2a10
 }

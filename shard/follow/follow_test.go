@@ -1,4 +1,4 @@
-package shard_test
+package follow_test
 
 import (
 	"context"
@@ -23,6 +23,11 @@ import (
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/follow"
+	"github.com/reconcilekit/reconcilekit/shard/internal/shardtest"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
+	"k8s.io/apimachinery/pkg/util/uuid"
+	"k8s.io/client-go/kubernetes"
 )
 
 // server says what the API server does with a ShardSelector, as the
@@ -46,7 +51,7 @@ func serverSide(opts cache.Options, s server, watchList bool) cache.Options {
 			inner = asServer{toolscache.ToListerWatcherWithContext(lw), s}
 		}
 		if !watchList {
-			inner = noWatchList{inner}
+			inner = shardtest.NoWatchList{ListerWatcher: inner}
 		}
 		return next(inner, obj, resync, idx)
 	}
@@ -116,17 +121,30 @@ func TestCachesFollowTheRangesTheirMembersHold(t *testing.T) {
 	}
 }
 
-// followed is one replica and its cache.
+// followed is one replica: its Member, how to stop it, and its cache.
 type followed struct {
-	r *replica
-	c cache.Cache
+	m    *shard.Member
+	stop func()
+	c    cache.Cache
 }
 
+// testRanges is how many ranges the tests split the hash space into.
+const testRanges = 6
+
+// settleLimit bounds the waits for the caches to follow their ranges.
+const settleLimit = 10 * time.Second
+
 func testCachesFollow(t *testing.T, s server, watchList bool) {
-	g := newGroup(t)
-	e := requireEnv(t)
+	e := env.Require(t)
 	c := e.Client(t)
-	labeler := &shard.Member{Ranges: testRanges}
+	cs, err := kubernetes.NewForConfig(e.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := e.Namespace(t)
+	const group = "widgets"
+	labeler := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
+	labeler.Ranges = testRanges
 
 	// Widgets, each with a labelled ConfigMap, and one ConfigMap without
 	// the label; the cache's own selector (app=widgets) keeps out a
@@ -134,10 +152,10 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	var widgets []client.Object
 	addWidgets := func(prefix string, n int) {
 		t.Helper()
-		made := create(t, c, g.ns, prefix, n, newWidget)
+		made := shardtest.Create(t, c, ns, prefix, n, shardtest.NewWidget)
 		for _, w := range made {
-			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.GetName(), Namespace: g.ns, Labels: map[string]string{"app": "widgets"}}}
-			if err := labeler.Label(w, cm); err != nil {
+			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.GetName(), Namespace: ns, Labels: map[string]string{"app": "widgets"}}}
+			if err := follow.Label(labeler, w, cm); err != nil {
 				t.Fatal(err)
 			}
 			if err := c.Create(t.Context(), cm); err != nil {
@@ -148,8 +166,8 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	}
 	addWidgets("w", 60)
 	stray := []*corev1.ConfigMap{
-		{ObjectMeta: metav1.ObjectMeta{Name: "no-range", Namespace: g.ns, Labels: map[string]string{"app": "widgets"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "no-app", Namespace: g.ns, Labels: map[string]string{shard.RangeLabel: "0-of-6"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-range", Namespace: ns, Labels: map[string]string{"app": "widgets"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-app", Namespace: ns, Labels: map[string]string{follow.RangeLabel: "0-of-6"}}},
 	}
 	for _, cm := range stray {
 		if err := c.Create(t.Context(), cm); err != nil {
@@ -164,12 +182,12 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	)
 	start := func(name string) {
 		t.Helper()
-		r := g.start(name)
-		opts, err := r.m.WrapCacheOptions(cache.Options{
+		m, stopMember := shardtest.StartMember(t, cs.CoordinationV1(), ns, group, name, testRanges, shardtest.Short)
+		opts, err := follow.CacheOptions(m, cache.Options{
 			Scheme:            e.Scheme,
-			DefaultNamespaces: map[string]cache.Config{g.ns: {}},
+			DefaultNamespaces: map[string]cache.Config{ns: {}},
 			ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: app}},
-		}, shard.Follow{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
+		}, follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -190,7 +208,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 			t.Fatal("the cache did not sync")
 		}
 		mu.Lock()
-		replicas[name] = &followed{r, cc}
+		replicas[name] = &followed{m, stopMember, cc}
 		mu.Unlock()
 	}
 	stop := func(name string) {
@@ -198,7 +216,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 		f := replicas[name]
 		delete(replicas, name)
 		mu.Unlock()
-		g.stop(f.r)
+		f.stop()
 	}
 	// settled waits until each cache holds what its Member's ranges hold.
 	settled := func(when string) {
@@ -209,8 +227,8 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 			diffs = nil
 			mu.Lock()
 			for name, f := range replicas {
-				held := f.r.m.Held()
-				want := namesIn(widgets, held)
+				held := f.m.Held()
+				want := shardtest.NamesIn(widgets, held)
 				var ws testapi.WidgetList
 				var cms corev1.ConfigMapList
 				if err := f.c.List(t.Context(), &ws); err != nil {
@@ -219,10 +237,10 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 				if err := f.c.List(t.Context(), &cms); err != nil {
 					t.Fatal(err)
 				}
-				if d := cmp.Diff(want, names(t, &ws)); d != "" {
+				if d := cmp.Diff(want, shardtest.Names(t, &ws)); d != "" {
 					diffs = append(diffs, fmt.Sprintf("%s's Widgets (-in its ranges %s +cached):\n%s", name, held, d))
 				}
-				if d := cmp.Diff(want, names(t, &cms)); d != "" {
+				if d := cmp.Diff(want, shardtest.Names(t, &cms)); d != "" {
 					diffs = append(diffs, fmt.Sprintf("%s's ConfigMaps (-of its Widgets +cached):\n%s", name, d))
 				}
 			}
@@ -239,7 +257,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 		for _, kind := range []string{fmt.Sprintf("%T", &testapi.Widget{}), fmt.Sprintf("%T", &corev1.ConfigMap{})} {
 			var got float64
 			for range 100 {
-				if got = metricstest.Value(t, "reconcilekit_shard_cached_objects", map[string]string{"group": g.name, "kind": kind}); got == float64(len(widgets)) {
+				if got = metricstest.Value(t, "reconcilekit_shard_cached_objects", map[string]string{"group": group, "kind": kind}); got == float64(len(widgets)) {
 					break
 				}
 				time.Sleep(50 * time.Millisecond)
@@ -254,20 +272,20 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	settled("one replica")
 	start("b")
 	start("c")
-	g.waitBalanced("a", "b", "c")
+	waitBalanced(t, replicas, "a", "b", "c")
 	settled("three replicas")
 	addWidgets("x", 30)
 	if err := c.Delete(t.Context(), widgets[0]); err != nil {
 		t.Fatal(err)
 	}
-	gone := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: widgets[0].GetName(), Namespace: g.ns}}
+	gone := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: widgets[0].GetName(), Namespace: ns}}
 	if err := c.Delete(t.Context(), gone); err != nil {
 		t.Fatal(err)
 	}
 	widgets = widgets[1:]
 	settled("three replicas, Widgets added and deleted")
 	stop("c")
-	g.waitBalanced("a", "b")
+	waitBalanced(t, replicas, "a", "b")
 	settled("two replicas")
 
 	var counts []string
@@ -288,41 +306,53 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 	pod := &corev1.Pod{}
 	nsLabel, _ := labels.Parse("a=b")
+	holding := func(n int) *shard.Member { m := shard.NewMember(nil, shardtest.FieldOwner); m.Ranges = n; return m }
 	for _, tc := range []struct {
 		name string
 		m    *shard.Member
 		opts cache.Options
-		f    shard.Follow
+		k    follow.Kinds
 		want string
 	}{
-		{"no ranges", &shard.Member{}, cache.Options{}, shard.Follow{Objects: []client.Object{pod}}, "ranges"},
-		{"no kinds", &shard.Member{Ranges: 2}, cache.Options{}, shard.Follow{}, "no kinds"},
-		{"a kind twice", &shard.Member{Ranges: 2}, cache.Options{}, shard.Follow{Objects: []client.Object{pod}, Children: []client.Object{&corev1.Pod{}}}, "twice"},
-		{"per-namespace labels", &shard.Member{Ranges: 2}, cache.Options{ByObject: map[client.Object]cache.ByObject{pod: {
+		{"no ranges", holding(0), cache.Options{}, follow.Kinds{Objects: []client.Object{pod}}, "ranges"},
+		{"no kinds", holding(2), cache.Options{}, follow.Kinds{}, "no kinds"},
+		{"a kind twice", holding(2), cache.Options{}, follow.Kinds{Objects: []client.Object{pod}, Children: []client.Object{&corev1.Pod{}}}, "twice"},
+		{"per-namespace labels", holding(2), cache.Options{ByObject: map[client.Object]cache.ByObject{pod: {
 			Namespaces: map[string]cache.Config{"x": {LabelSelector: nsLabel}}}}},
-			shard.Follow{Children: []client.Object{pod}}, "namespace"},
+			follow.Kinds{Children: []client.Object{pod}}, "namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := tc.m.WrapCacheOptions(tc.opts, tc.f)
+			_, err := follow.CacheOptions(tc.m, tc.opts, tc.k)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("WrapCacheOptions: %v; want an error saying %q", err, tc.want)
+				t.Errorf("CacheOptions: %v; want an error saying %q", err, tc.want)
 			}
 		})
 	}
-	m := &shard.Member{Ranges: 4}
-	if err := m.Label(&testapi.Widget{}, &corev1.Pod{}); err == nil {
+	m := holding(4)
+	if err := follow.Label(m, &testapi.Widget{}, &corev1.Pod{}); err == nil {
 		t.Error("Label of an owner without a UID: no error")
 	}
-	owner := objects(1)[0]
+	owner := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Name: "w", UID: uuid.NewUUID()}}
 	child := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"keep": "me"}}}
-	if err := m.Label(owner, child); err != nil {
+	if err := follow.Label(m, owner, child); err != nil {
 		t.Fatal(err)
 	}
-	i, _ := shard.Of(owner, 4)
-	if want := map[string]string{"keep": "me", shard.RangeLabel: fmt.Sprintf("%d-of-4", i)}; !cmp.Equal(child.Labels, want) {
+	i, _ := ranges.Of(owner, 4)
+	if want := map[string]string{"keep": "me", follow.RangeLabel: fmt.Sprintf("%d-of-4", i)}; !cmp.Equal(child.Labels, want) {
 		t.Errorf("labels after Label: %v; want %v", child.Labels, want)
 	}
-	if err := (&shard.Member{Ranges: 0}).Label(owner, child); err == nil {
+	if err := follow.Label(holding(0), owner, child); err == nil {
 		t.Error("Label with no ranges: no error")
 	}
+}
+
+// waitBalanced waits until the replicas named hold every range once
+// between them, each its share.
+func waitBalanced(t *testing.T, replicas map[string]*followed, names ...string) {
+	t.Helper()
+	var ms []*shard.Member
+	for _, n := range names {
+		ms = append(ms, replicas[n].m)
+	}
+	shardtest.WaitBalanced(t, settleLimit, ms...)
 }

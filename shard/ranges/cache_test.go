@@ -1,4 +1,4 @@
-package shard_test
+package ranges_test
 
 import (
 	"context"
@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // recordingLW records the ShardSelector of every list and watch.
@@ -39,8 +39,8 @@ func (r *recordingLW) lw() *toolscache.ListWatch {
 }
 
 func TestWrapCacheOptions(t *testing.T) {
-	two, _ := shard.Split(2)
-	rs := shard.Ranges{two[1]}
+	two, _ := ranges.Split(2)
+	rs := ranges.Set{two[1]}
 	widget := &unstructured.Unstructured{}
 	widget.SetAPIVersion("testing.reconcilekit.io/v1")
 	widget.SetKind("Widget")
@@ -51,7 +51,7 @@ func TestWrapCacheOptions(t *testing.T) {
 	// ListerWatcher to use.
 	var nextCalls int
 	var got toolscache.ListerWatcher
-	opts, err := shard.WrapCacheOptions(cache.Options{
+	opts, err := ranges.CacheOptions(cache.Options{
 		NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 			nextCalls++
 			got = lw
@@ -122,26 +122,26 @@ func TestWrapCacheOptions(t *testing.T) {
 }
 
 func TestWrapCacheOptionsRefuses(t *testing.T) {
-	two, _ := shard.Split(2)
+	two, _ := ranges.Split(2)
 	tests := []struct {
 		name string
-		rs   shard.Ranges
+		rs   ranges.Set
 		objs []client.Object
 		want string
 	}{
 		{name: "no ranges", objs: []client.Object{&corev1.ConfigMap{}}, want: "no ranges"},
-		{name: "no objects", rs: shard.Ranges{two[0]}, want: "no objects"},
-		{name: "unstructured without a kind", rs: shard.Ranges{two[0]}, objs: []client.Object{&unstructured.Unstructured{}}, want: "must have its GroupVersionKind set"},
-		{name: "metadata without a kind", rs: shard.Ranges{two[0]}, objs: []client.Object{&metav1.PartialObjectMetadata{}}, want: "must have its GroupVersionKind set"},
+		{name: "no objects", rs: ranges.Set{two[0]}, want: "no objects"},
+		{name: "unstructured without a kind", rs: ranges.Set{two[0]}, objs: []client.Object{&unstructured.Unstructured{}}, want: "must have its GroupVersionKind set"},
+		{name: "metadata without a kind", rs: ranges.Set{two[0]}, objs: []client.Object{&metav1.PartialObjectMetadata{}}, want: "must have its GroupVersionKind set"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts, err := shard.WrapCacheOptions(cache.Options{}, tt.rs, tt.objs...)
+			opts, err := ranges.CacheOptions(cache.Options{}, tt.rs, tt.objs...)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Fatalf("WrapCacheOptions() error %v; want one saying %q", err, tt.want)
+				t.Fatalf("CacheOptions() error %v; want one saying %q", err, tt.want)
 			}
 			if opts.NewInformer != nil {
-				t.Error("WrapCacheOptions set NewInformer despite the error")
+				t.Error("CacheOptions set NewInformer despite the error")
 			}
 		})
 	}
@@ -153,12 +153,12 @@ type unsupported struct{ *toolscache.ListWatch }
 func (unsupported) IsWatchListSemanticsUnSupported() bool { return true }
 
 func TestWrapListerWatcherKeepsWatchListSupport(t *testing.T) {
-	two, _ := shard.Split(2)
+	two, _ := ranges.Split(2)
 	plain := (&recordingLW{}).lw()
-	if watchlist.DoesClientNotSupportWatchListSemantics(shard.WrapListerWatcher(plain, shard.Ranges{two[0]})) {
+	if watchlist.DoesClientNotSupportWatchListSemantics(ranges.ListerWatcher(plain, ranges.Set{two[0]})) {
 		t.Error("a wrapped plain ListWatch says it cannot stream lists")
 	}
-	if !watchlist.DoesClientNotSupportWatchListSemantics(shard.WrapListerWatcher(unsupported{plain}, shard.Ranges{two[0]})) {
+	if !watchlist.DoesClientNotSupportWatchListSemantics(ranges.ListerWatcher(unsupported{plain}, ranges.Set{two[0]})) {
 		t.Error("a wrapped ListerWatcher that cannot stream lists says it can")
 	}
 }

@@ -1,4 +1,4 @@
-package shard_test
+package ranges_test
 
 import (
 	"context"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -22,66 +21,16 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/internal/shardtest"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
-
-// create makes n objects of new's kind in ns, named prefix-000 on, and
-// returns them as the server stored them (UIDs set).
-func create(t *testing.T, c client.Client, ns, prefix string, n int, newObj func() client.Object) []client.Object {
-	t.Helper()
-	out := make([]client.Object, n)
-	for i := range out {
-		obj := newObj()
-		obj.SetNamespace(ns)
-		obj.SetName(fmt.Sprintf("%s-%03d", prefix, i))
-		if err := c.Create(t.Context(), obj); err != nil {
-			t.Fatal(err)
-		}
-		out[i] = obj
-	}
-	return out
-}
-
-func newWidget() client.Object    { return &testapi.Widget{} }
-func newConfigMap() client.Object { return &corev1.ConfigMap{} }
-
-// namesIn returns the sorted names of the objects in s.
-func namesIn(objs []client.Object, s shard.Selection) []string {
-	var names []string
-	for _, o := range objs {
-		if s.Contains(o) {
-			names = append(names, o.GetName())
-		}
-	}
-	slices.Sort(names)
-	return names
-}
-
-// names returns the sorted names of a list's items.
-func names(t *testing.T, list client.ObjectList) []string {
-	t.Helper()
-	items, err := meta.ExtractList(list)
-	if err != nil {
-		t.Fatal(err)
-	}
-	out := []string{}
-	for _, item := range items {
-		m, err := meta.Accessor(item)
-		if err != nil {
-			t.Fatal(err)
-		}
-		out = append(out, m.GetName())
-	}
-	slices.Sort(out)
-	return out
-}
 
 // TestServerSelectsWhatContainsSays lists 200 Widgets (a custom resource)
 // and 200 ConfigMaps by range, on kube-apiserver with the gate on, and
 // checks that the server returns, for every range of several splits, the
 // very objects Contains puts in it: no overlap, no loss.
 func TestServerSelectsWhatContainsSays(t *testing.T) {
-	e := requireEnv(t)
+	e := env.Require(t)
 	c := e.Client(t)
 	ns := e.Namespace(t)
 	kinds := []struct {
@@ -89,13 +38,13 @@ func TestServerSelectsWhatContainsSays(t *testing.T) {
 		objs    []client.Object
 		newList func() client.ObjectList
 	}{
-		{"widgets", create(t, c, ns, "w", 200, newWidget), func() client.ObjectList { return &testapi.WidgetList{} }},
-		{"configmaps", create(t, c, ns, "cm", 200, newConfigMap), func() client.ObjectList { return &corev1.ConfigMapList{} }},
+		{"widgets", shardtest.Create(t, c, ns, "w", 200, shardtest.NewWidget), func() client.ObjectList { return &testapi.WidgetList{} }},
+		{"configmaps", shardtest.Create(t, c, ns, "cm", 200, shardtest.NewConfigMap), func() client.ObjectList { return &corev1.ConfigMapList{} }},
 	}
 	for _, k := range kinds {
 		for _, n := range []int{1, 2, 3, 4, 7} {
 			t.Run(fmt.Sprintf("%s in %d ranges", k.name, n), func(t *testing.T) {
-				rs, err := shard.Split(n)
+				rs, err := ranges.Split(n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -106,8 +55,8 @@ func TestServerSelectsWhatContainsSays(t *testing.T) {
 					if err := c.List(t.Context(), list, client.InNamespace(ns), r); err != nil {
 						t.Fatalf("list %s with %s: %v", k.name, r.Selector(), err)
 					}
-					got := names(t, list)
-					if diff := cmp.Diff(namesIn(k.objs, r), got); diff != "" {
+					got := shardtest.Names(t, list)
+					if diff := cmp.Diff(shardtest.NamesIn(k.objs, r), got); diff != "" {
 						t.Errorf("range %s: the server's list differs from Contains (-contains +server):\n%s", r, diff)
 					}
 					for _, name := range got {
@@ -127,13 +76,13 @@ func TestServerSelectsWhatContainsSays(t *testing.T) {
 			})
 		}
 		t.Run(k.name+" in ranges 0 and 2 of 4, and in all of them", func(t *testing.T) {
-			four, _ := shard.Split(4)
-			for _, held := range []shard.Ranges{{four[0], four[2]}, {four[1], four[0], four[2]}, four} {
+			four, _ := ranges.Split(4)
+			for _, held := range []ranges.Set{{four[0], four[2]}, {four[1], four[0], four[2]}, four} {
 				list := k.newList()
 				if err := c.List(t.Context(), list, client.InNamespace(ns), held); err != nil {
 					t.Fatalf("list %s with %s: %v", k.name, held.Selector(), err)
 				}
-				if diff := cmp.Diff(namesIn(k.objs, held), names(t, list)); diff != "" {
+				if diff := cmp.Diff(shardtest.NamesIn(k.objs, held), shardtest.Names(t, list)); diff != "" {
 					t.Errorf("ranges %s: the server's list differs from Contains (-contains +server):\n%s", held, diff)
 				}
 			}
@@ -145,10 +94,10 @@ func TestServerSelectsWhatContainsSays(t *testing.T) {
 // half while 60 are created, updated and deleted: every event is of an
 // object in the half, and every in-half object's three events arrive.
 func TestWatchDeliversOnlyItsRange(t *testing.T) {
-	e := requireEnv(t)
+	e := env.Require(t)
 	c := e.Client(t)
 	ns := e.Namespace(t)
-	two, _ := shard.Split(2)
+	two, _ := ranges.Split(2)
 	half := two[0]
 	w, err := c.Watch(t.Context(), &testapi.WidgetList{}, client.InNamespace(ns), half)
 	if err != nil {
@@ -156,7 +105,7 @@ func TestWatchDeliversOnlyItsRange(t *testing.T) {
 	}
 	defer w.Stop()
 
-	objs := create(t, c, ns, "w", 60, newWidget)
+	objs := shardtest.Create(t, c, ns, "w", 60, shardtest.NewWidget)
 	for _, o := range objs {
 		patch := client.MergeFrom(o.DeepCopyObject().(client.Object))
 		o.SetLabels(map[string]string{"touched": "yes"})
@@ -186,7 +135,7 @@ func TestWatchDeliversOnlyItsRange(t *testing.T) {
 	}
 
 	want := map[string][]watch.EventType{}
-	for _, name := range namesIn(objs, half) {
+	for _, name := range shardtest.NamesIn(objs, half) {
 		want[name] = []watch.EventType{watch.Added, watch.Modified, watch.Deleted}
 	}
 	got := map[string][]watch.EventType{}
@@ -202,7 +151,7 @@ func TestWatchDeliversOnlyItsRange(t *testing.T) {
 				t.Fatalf("watch event %s of a %T", ev.Type, ev.Object)
 			}
 			if !half.Contains(obj) {
-				t.Errorf("watch with %s delivered %s of %s, whose UID hashes to %#x", half.Selector(), ev.Type, obj.GetName(), shard.Hash(obj))
+				t.Errorf("watch with %s delivered %s of %s, whose UID hashes to %#x", half.Selector(), ev.Type, obj.GetName(), ranges.Hash(obj))
 			}
 			got[obj.GetName()] = append(got[obj.GetName()], ev.Type)
 			done = ev.Type == watch.Deleted && obj.GetName() == last.GetName()
@@ -228,31 +177,25 @@ func TestCacheHoldsOnlyItsRange(t *testing.T) {
 	t.Run("watch-list", func(t *testing.T) { testCacheHoldsOnlyItsRange(t, nil) })
 	t.Run("list then watch", func(t *testing.T) {
 		testCacheHoldsOnlyItsRange(t, func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
-			return toolscache.NewSharedIndexInformer(noWatchList{lw}, obj, resync, idx)
+			return toolscache.NewSharedIndexInformer(shardtest.NoWatchList{ListerWatcher: lw}, obj, resync, idx)
 		})
 	})
 }
 
-// noWatchList is a ListerWatcher that tells client-go's reflector it
-// cannot stream lists.
-type noWatchList struct{ toolscache.ListerWatcher }
-
-func (l noWatchList) IsWatchListSemanticsUnSupported() bool { return true }
-
 func testCacheHoldsOnlyItsRange(t *testing.T, newInformer func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer) {
-	e := requireEnv(t)
+	e := env.Require(t)
 	c := e.Client(t)
 	ns := e.Namespace(t)
-	two, _ := shard.Split(2)
+	two, _ := ranges.Split(2)
 	half := two[1]
-	before := create(t, c, ns, "w", 100, newWidget)
-	cms := create(t, c, ns, "cm", 20, newConfigMap)
+	before := shardtest.Create(t, c, ns, "w", 100, shardtest.NewWidget)
+	cms := shardtest.Create(t, c, ns, "cm", 20, shardtest.NewConfigMap)
 
-	opts, err := shard.WrapCacheOptions(cache.Options{
+	opts, err := ranges.CacheOptions(cache.Options{
 		Scheme:            e.Scheme,
 		DefaultNamespaces: map[string]cache.Config{ns: {}},
 		NewInformer:       newInformer,
-	}, shard.Ranges{half}, &testapi.Widget{})
+	}, ranges.Set{half}, &testapi.Widget{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +234,7 @@ func testCacheHoldsOnlyItsRange(t *testing.T, newInformer func(toolscache.Lister
 	if err := cc.List(ctx, &widgets); err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(namesIn(before, half), names(t, &widgets)); diff != "" {
+	if diff := cmp.Diff(shardtest.NamesIn(before, half), shardtest.Names(t, &widgets)); diff != "" {
 		t.Errorf("cached Widgets after sync (-in the half +cached):\n%s", diff)
 	}
 	var configMaps corev1.ConfigMapList
@@ -302,19 +245,19 @@ func testCacheHoldsOnlyItsRange(t *testing.T, newInformer func(toolscache.Lister
 		t.Errorf("the cache holds %d ConfigMaps; want every one of the %d (plus the namespace's root CA)", got, len(cms))
 	}
 
-	after := create(t, c, ns, "x", 40, newWidget)
+	after := shardtest.Create(t, c, ns, "x", 40, shardtest.NewWidget)
 	all := append(slices.Clone(before), after...)
-	want := namesIn(all, half)
+	want := shardtest.NamesIn(all, half)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		if err := cc.List(ctx, &widgets); err != nil {
 			t.Fatal(err)
 		}
-		if slices.Equal(names(t, &widgets), want) {
+		if slices.Equal(shardtest.Names(t, &widgets), want) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("cached Widgets (-in the half +cached):\n%s", cmp.Diff(want, names(t, &widgets)))
+			t.Fatalf("cached Widgets (-in the half +cached):\n%s", cmp.Diff(want, shardtest.Names(t, &widgets)))
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
@@ -322,7 +265,7 @@ func testCacheHoldsOnlyItsRange(t *testing.T, newInformer func(toolscache.Lister
 	defer mu.Unlock()
 	for _, o := range heard {
 		if !half.Contains(o) {
-			t.Errorf("the Widget informer heard of %s, whose UID hashes to %#x, outside %s", o.GetName(), shard.Hash(o), half)
+			t.Errorf("the Widget informer heard of %s, whose UID hashes to %#x, outside %s", o.GetName(), ranges.Hash(o), half)
 		}
 	}
 	t.Logf("of 140 Widgets, the cache of %s holds %d and its handlers heard %d events; it holds all %d ConfigMaps",
@@ -331,12 +274,12 @@ func testCacheHoldsOnlyItsRange(t *testing.T, newInformer func(toolscache.Lister
 
 // TestDetect asks kube-apiserver with the gate on, and another without it.
 func TestDetect(t *testing.T) {
-	e := requireEnv(t)
+	e := env.Require(t)
 	c := e.Client(t)
 	ns := e.Namespace(t)
 	empty := e.Namespace(t)
-	create(t, c, ns, "w", 5, newWidget)
-	create(t, c, ns, "cm", 5, newConfigMap)
+	shardtest.Create(t, c, ns, "w", 5, shardtest.NewWidget)
+	shardtest.Create(t, c, ns, "cm", 5, shardtest.NewConfigMap)
 
 	unstructuredWidgets := &unstructured.UnstructuredList{}
 	unstructuredWidgets.SetGroupVersionKind(testapi.GroupVersion.WithKind("WidgetList"))
@@ -356,11 +299,11 @@ func TestDetect(t *testing.T) {
 	}
 	for _, l := range lists {
 		t.Run("gate on: "+l.name, func(t *testing.T) {
-			d, err := shard.Detect(t.Context(), c, l.list, client.InNamespace(l.ns))
+			d, err := ranges.Detect(t.Context(), c, l.list, client.InNamespace(l.ns))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Support != shard.Honoured {
+			if d.Support != ranges.Honoured {
 				t.Errorf("Detect() = %q; want honoured", d)
 			}
 			t.Log(d)
@@ -370,7 +313,7 @@ func TestDetect(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: no second control plane without the gate")
 	}
-	off, err := testenv.Start(envOptions)
+	off, err := testenv.Start(shardtest.Options)
 	if err != nil {
 		t.Fatalf("starting a control plane without the gate: %v", err)
 	}
@@ -382,19 +325,19 @@ func TestDetect(t *testing.T) {
 	oc := off.Client(t)
 	ons := off.Namespace(t)
 	oempty := off.Namespace(t)
-	create(t, oc, ons, "w", 5, newWidget)
-	create(t, oc, ons, "cm", 5, newConfigMap)
+	shardtest.Create(t, oc, ons, "w", 5, shardtest.NewWidget)
+	shardtest.Create(t, oc, ons, "cm", 5, shardtest.NewConfigMap)
 	for _, l := range lists {
 		namespace := ons
 		if l.ns == empty {
 			namespace = oempty
 		}
 		t.Run("gate off: "+l.name, func(t *testing.T) {
-			d, err := shard.Detect(t.Context(), oc, l.list, client.InNamespace(namespace))
+			d, err := ranges.Detect(t.Context(), oc, l.list, client.InNamespace(namespace))
 			if err != nil {
 				t.Fatal(err)
 			}
-			if d.Support != shard.Ignored {
+			if d.Support != ranges.Ignored {
 				t.Errorf("Detect() = %q; want ignored", d)
 			}
 			t.Log(d)

@@ -1,4 +1,4 @@
-package shard
+package ranges
 
 import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -6,7 +6,7 @@ import (
 )
 
 // Selection is a part of the hash space that an object is in or not: a
-// [Range], [Ranges], or the ranges a replica holds at the moment.
+// [Range], [Set], or the ranges a replica holds at the moment.
 type Selection interface {
 	// Contains reports whether obj's UID hashes into the selection.
 	Contains(obj client.Object) bool
@@ -20,7 +20,7 @@ type Selection interface {
 // object (an object's UID never changes).
 //
 //	ctrl.NewControllerManagedBy(mgr).
-//		For(&v1.Widget{}, builder.WithPredicates(shard.Predicate(held)))
+//		For(&v1.Widget{}, builder.WithPredicates(ranges.Predicate(held)))
 //
 // In a Reconcile, s.Contains(obj) after the Get is the same test.
 //

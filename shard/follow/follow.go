@@ -1,4 +1,4 @@
-package shard
+package follow
 
 import (
 	"context"
@@ -26,39 +26,58 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/reconcilekit/reconcilekit/shard/internal/kind"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // RangeLabel labels an object that a sharded controller creates and owns
 // (a child, such as the Pod of an At) with its owner's range, "<i>-of-<n>"
-// ([Member.Label]): a replica's cache lists and watches, by label selector,
-// only the children of the ranges it holds ([Member.WrapCacheOptions]).
+// ([Label]): a replica's cache lists and watches, by label selector, only
+// the children of the ranges it holds ([CacheOptions]).
 const RangeLabel = "shard.reconcilekit.dev/range"
 
-// Follow names the kinds whose informers follow the ranges a [Member]
-// holds, for [Member.WrapCacheOptions]. A kind is matched in the form the
-// cache holds it, as for [WrapCacheOptions].
-type Follow struct {
+// Holder is what a cache follows: the ranges one replica holds, as a
+// shard.Member holds them through Leases.
+type Holder interface {
+	// Holdings returns, by range index (as ranges.Split numbers them),
+	// this replica's holding of each range its caches hold, and 0 for the
+	// others: a number that a range gets anew each time the replica
+	// acquires it. Its length is the number of ranges.
+	Holdings() []uint64
+	// Notify returns a channel that receives a value whenever Holdings may
+	// have changed, and a function that stops it.
+	Notify() (changed <-chan struct{}, stop func())
+	// Group names the replicas' group, for the metrics.
+	Group() string
+}
+
+// Kinds names the kinds whose informers follow the ranges a [Holder]
+// holds, for [CacheOptions]. A kind is matched in the form the cache holds
+// it, as for ranges.CacheOptions.
+type Kinds struct {
 	// Objects are split by the hash of their own UID: the kind the
 	// controller reconciles (its For).
 	Objects []client.Object
 	// Children are split by their owner's range, read from [RangeLabel]:
 	// the kinds the controller creates and owns (its Owns), each labelled
-	// with [Member.Label] when it is created. A child without the label is
-	// in no range, and no replica caches it.
+	// with [Label] when it is created. A child without the label is in no
+	// range, and no replica caches it.
 	Children []client.Object
 }
 
-// Label sets [RangeLabel] on child to owner's range among m.Ranges, so that
-// the replica holding owner's range caches child ([Follow].Children). Call
-// it on each child before creating it, as controllerutil.
-// SetControllerReference. It changes nothing and returns an error when
-// m.Ranges is out of bounds or owner has no UID yet.
-func (m *Member) Label(owner, child client.Object) error {
+// Label sets [RangeLabel] on child to owner's range among h's ranges, so
+// that the replica holding owner's range caches child ([Kinds].Children).
+// Call it on each child before creating it, as controllerutil.
+// SetControllerReference. It changes nothing and returns an error when h
+// has no valid number of ranges or owner has no UID yet.
+func Label(h Holder, owner, child client.Object) error {
 	if owner.GetUID() == "" {
 		return fmt.Errorf("shard: cannot label %T %s with its owner's range: the owner %T %s has no UID yet",
 			child, client.ObjectKeyFromObject(child), owner, client.ObjectKeyFromObject(owner))
 	}
-	i, err := Of(owner, m.Ranges)
+	n := len(h.Holdings())
+	i, err := ranges.Of(owner, n)
 	if err != nil {
 		return err
 	}
@@ -66,33 +85,35 @@ func (m *Member) Label(owner, child client.Object) error {
 	if l == nil {
 		l = map[string]string{}
 	}
-	l[RangeLabel] = rangeLabelValue(i, m.Ranges)
+	l[RangeLabel] = rangeLabelValue(i, n)
 	child.SetLabels(l)
 	return nil
 }
 
 func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strconv.Itoa(n) }
 
-// WrapCacheOptions returns opts with the informers of f's kinds following
-// the ranges m holds: in a cache built from them (a manager's, through
+// CacheOptions returns opts with the informers of k's kinds following the
+// ranges h holds: in a cache built from them (a manager's, through
 // ctrl.Options.Cache), each lists and watches only the objects of those
 // ranges (the ShardSelector of the ranges for Objects, a label selector on
-// [RangeLabel] for Children), and follows them as they change: when m
+// [RangeLabel] for Children), and follows them as they change: when h
 // acquires a range, the range's objects are listed and added (the
 // controller hears of each, as of a new object) and the watch goes on with
-// the new selection; when m has released or lost one, its objects leave the
-// cache (the controller hears of their deletion, which [Predicate] drops).
-// A range being given up stays cached until its work has drained. Other
+// the new selection; when h has released or lost one, its objects leave
+// the cache (the controller hears of their deletion, which
+// ranges.Predicate drops). A range lost and acquired again, however
+// quickly, is handed over again: its objects are deleted and added. A
+// range being given up stays cached until its work has drained. Other
 // informers are left alone.
 //
-//	opts, err := member.WrapCacheOptions(cache.Options{}, shard.Follow{
+//	opts, err := follow.CacheOptions(member, cache.Options{}, follow.Kinds{
 //		Objects:  []client.Object{&v1.Widget{}},
 //		Children: []client.Object{&corev1.Pod{}},
 //	})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //
 // Every object is also filtered in the process by the same hash (or
-// label), so the cache holds only m's ranges whatever the server does with
+// label), so the cache holds only h's ranges whatever the server does with
 // a ShardSelector: on a server that ignores it the watches still carry
 // every object (no saving in traffic, the same in memory), and on one that
 // refuses it the selector is dropped, with one log line. A label selector
@@ -100,48 +121,56 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // DefaultLabelSelector) is kept and combined with the range's; children
 // with per-namespace label selectors are refused.
 //
-// Until m holds a range its informers hold nothing, so the cache syncs at
+// When a watch's connection ends (a server restarting, a watch timing out)
+// the watch is made again from where it stood, retried for about a minute
+// while the server is out of reach, without ending the informer's watch
+// (a reflector backs off longer with each watch that ends); only the
+// server's answer ("too old resource version") makes the informer list
+// again.
+//
+// Until h holds a range its informers hold nothing, so the cache syncs at
 // once. The number of objects each holds is the gauge
 // reconcilekit_shard_cached_objects, by group and kind.
-func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, error) {
-	if err := checkN(m.Ranges); err != nil {
+func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) {
+	n := len(h.Holdings())
+	split, err := ranges.Split(n)
+	if err != nil {
 		return opts, err
 	}
-	if len(f.Objects)+len(f.Children) == 0 {
+	if len(k.Objects)+len(k.Children) == 0 {
 		return opts, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
 	}
-	ranges, _ := Split(m.Ranges)
-	specs := map[informerKind]*followSpec{}
-	add := func(obj client.Object, child bool) (informerKind, *followSpec, error) {
-		k, err := kindOf(obj)
+	specs := map[kind.Key]*followSpec{}
+	add := func(obj client.Object, child bool) (kind.Key, *followSpec, error) {
+		key, err := kind.Of(obj)
 		if err != nil {
-			return k, nil, err
+			return key, nil, err
 		}
-		if specs[k] != nil {
-			return k, nil, fmt.Errorf("shard: %T is named twice in Follow", obj)
+		if specs[key] != nil {
+			return key, nil, fmt.Errorf("shard: %T is named twice in Kinds", obj)
 		}
-		specs[k] = &followSpec{m: m, ranges: ranges, child: child, kind: fmt.Sprintf("%T", obj)}
-		return k, specs[k], nil
+		specs[key] = &followSpec{h: h, n: n, ranges: split, child: child, kind: fmt.Sprintf("%T", obj)}
+		return key, specs[key], nil
 	}
-	for _, obj := range f.Objects {
+	for _, obj := range k.Objects {
 		if _, _, err := add(obj, false); err != nil {
 			return opts, err
 		}
 	}
 	byObject := maps.Clone(opts.ByObject)
-	for _, obj := range f.Children {
-		k, spec, err := add(obj, true)
+	for _, obj := range k.Children {
+		key, spec, err := add(obj, true)
 		if err != nil {
 			return opts, err
 		}
 		// controller-runtime's informers set a kind's label selector on
 		// every list and watch, over ours: the range's requirement goes in
 		// a selector that it sets instead, combined with the one it had.
-		var key client.Object = obj
+		var at client.Object = obj
 		entry := cache.ByObject{}
 		for o, bo := range byObject {
-			if ok, _ := kindOf(o); ok == k {
-				key, entry = o, bo
+			if ok, _ := kind.Of(o); ok == key {
+				at, entry = o, bo
 				break
 			}
 		}
@@ -158,7 +187,7 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 		if byObject == nil {
 			byObject = map[client.Object]cache.ByObject{}
 		}
-		byObject[key] = entry
+		byObject[at] = entry
 	}
 	opts.ByObject = byObject
 	next := opts.NewInformer
@@ -166,8 +195,8 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 		next = toolscache.NewSharedIndexInformer
 	}
 	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		k, err := kindOf(obj)
-		spec := specs[k]
+		key, err := kind.Of(obj)
+		spec := specs[key]
 		if err != nil || spec == nil {
 			return next(lw, obj, resync, indexers)
 		}
@@ -175,23 +204,6 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 		return &followedInformer{SharedIndexInformer: next(fl, obj, resync, indexers), f: fl}
 	}
 	return opts, nil
-}
-
-// cachedRanges returns, by index, the holding of each range m's caches
-// hold (those it holds, draining ones included: their work may still read
-// them), and 0 for the others. A holding is a number that a range gets
-// anew each time m acquires it: a range lost and acquired again, however
-// quickly, is another holding, and its objects are handed over again.
-func (m *Member) cachedRanges() holdings {
-	set := make(holdings, m.Ranges)
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	for i, h := range m.held {
-		if i < len(set) {
-			set[i] = h.epoch
-		}
-	}
-	return set
 }
 
 // holdings is, by range index, a holding of the range, or 0 for none.
@@ -206,31 +218,11 @@ func (h holdings) set() []bool {
 	return out
 }
 
-// followCache returns a channel that receives a value whenever the ranges
-// m's caches hold may have changed.
-func (m *Member) followCache() <-chan struct{} {
-	ch := make(chan struct{}, 1)
-	m.mu.Lock()
-	m.cacheFollowers = append(m.cacheFollowers, ch)
-	m.mu.Unlock()
-	return ch
-}
-
-// notifyCaches tells the caches following m to look at its ranges again.
-// Called with m.mu held.
-func (m *Member) notifyCaches() {
-	for _, ch := range m.cacheFollowers {
-		select {
-		case ch <- struct{}{}:
-		default:
-		}
-	}
-}
-
 // followSpec is what the informers of one kind share.
 type followSpec struct {
-	m      *Member
-	ranges []Range
+	h      Holder
+	n      int
+	ranges []ranges.Range
 	child  bool
 	kind   string
 	// extra is the label selector the cache had for a child kind.
@@ -246,9 +238,9 @@ type followSpec struct {
 
 // index returns obj's range, or -1 for a child without a valid label.
 func (s *followSpec) index(obj metav1.Object) int {
-	n := s.m.Ranges
+	n := s.n
 	if !s.child {
-		i, _ := Of(obj.(client.Object), n)
+		i, _ := ranges.Of(obj.(client.Object), n)
 		return i
 	}
 	v := obj.GetLabels()[RangeLabel]
@@ -285,15 +277,15 @@ func (s *followSpec) labelSelector(set []bool) string {
 }
 
 // shardSelector is the ShardSelector of set.
-func shardSelector(set []bool, ranges []Range) string {
-	var rs Ranges
+func shardSelector(set []bool, split []ranges.Range) string {
+	var rs ranges.Set
 	for i, in := range set {
 		if in {
-			rs = append(rs, ranges[i])
+			rs = append(rs, split[i])
 		}
 	}
 	if len(rs) == 0 {
-		rs = Ranges{probe} // no range: the one hash 0, filtered out in the process
+		rs = ranges.Set{{Start: 0, Last: 0}} // no range: the one hash 0, filtered out in the process
 	}
 	return rs.Selector()
 }
@@ -311,7 +303,7 @@ func (r rangeSelector) current() labels.Selector {
 	if set != nil {
 		sel = *set
 	} else {
-		sel = make([]bool, r.s.m.Ranges)
+		sel = make([]bool, r.s.n)
 	}
 	parsed, err := labels.Parse(r.s.labelSelector(sel))
 	if err != nil {
@@ -376,9 +368,6 @@ type follower struct {
 	// refused: the server fails lists with a ShardSelector; filter in the
 	// process only.
 	refused atomic.Bool
-	// notify is m's signal, taken by the informer's first watch.
-	notifyOnce sync.Once
-	notify     <-chan struct{}
 }
 
 var (
@@ -439,7 +428,7 @@ func refusal(err error) bool {
 // watch then adds them again (follow): a controller hears of each as new,
 // as it does of every range it acquires. Called with f.mu held.
 func (f *follower) relist() holdings {
-	want := f.m.cachedRanges()
+	want := holdings(f.h.Holdings())
 	for i, e := range want {
 		if e != 0 && f.covered != nil && f.covered[i] != 0 && f.covered[i] != e {
 			want[i] = 0
@@ -565,7 +554,10 @@ func (f *follower) Watch(opts metav1.ListOptions) (watch.Interface, error) {
 // for a watch that starts with the initial events, the ranges held now),
 // and follows the ranges held from there.
 func (f *follower) WatchWithContext(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
-	f.notifyOnce.Do(func() { f.notify = f.m.followCache() })
+	// Each watch hears of every change of the ranges held from before it
+	// reads them: a watch the reflector has stopped takes no news from
+	// the one it has now.
+	notify, stopNotify := f.h.Notify()
 	initial := opts.SendInitialEvents != nil && *opts.SendInitialEvents
 	f.mu.Lock()
 	f.gen++
@@ -577,9 +569,11 @@ func (f *follower) WatchWithContext(ctx context.Context, opts metav1.ListOptions
 	f.mu.Unlock()
 	_, w, err := f.call(ctx, set.set(), opts, true)
 	if err != nil {
+		stopNotify()
 		return nil, err
 	}
 	fw := &followWatch{f: f, gen: gen, opts: opts, inner: w, covered: set, ready: !initial, rv: opts.ResourceVersion,
+		notify: notify, stopNotify: stopNotify,
 		out: make(chan watch.Event), stop: make(chan struct{}), skip: map[int]string{}}
 	if initial {
 		fw.initial = map[string]known{}
@@ -620,8 +614,10 @@ type followWatch struct {
 	skip map[int]string
 
 	// pending: the ranges may have changed since the watch last followed
-	// them.
-	pending bool
+	// them; notify says when they do.
+	pending    bool
+	notify     <-chan struct{}
+	stopNotify func()
 
 	out      chan watch.Event
 	stop     chan struct{}
@@ -635,6 +631,7 @@ func (w *followWatch) Stop() { w.stopOnce.Do(func() { close(w.stop) }) }
 func (w *followWatch) ResultChan() <-chan watch.Event { return w.out }
 
 func (w *followWatch) run(ctx context.Context) {
+	defer w.stopNotify()
 	defer close(w.out)
 	defer func() { w.inner.Stop() }()
 	w.pending = true // the ranges may have changed since the list
@@ -650,7 +647,7 @@ func (w *followWatch) run(ctx context.Context) {
 			return
 		case <-ctx.Done():
 			return
-		case <-w.f.notify:
+		case <-w.notify:
 			w.pending = true
 		case ev, ok := <-w.inner.ResultChan():
 			if !ok {
@@ -725,7 +722,7 @@ func (w *followWatch) retry(ctx context.Context, do func() error) error {
 			case <-ctx.Done():
 				t.Stop()
 				return ctx.Err()
-			case <-w.f.notify:
+			case <-w.notify:
 				w.pending = true
 			case <-t.C:
 				waiting = false
@@ -811,7 +808,7 @@ func newer(a, b string) bool {
 // ended.
 func (w *followWatch) follow(ctx context.Context) bool {
 	f := w.f
-	want := f.m.cachedRanges()
+	want := holdings(f.h.Holdings())
 	var added, removed []bool
 	for i := range want {
 		if w.covered[i] != 0 && want[i] != w.covered[i] {

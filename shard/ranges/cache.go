@@ -1,31 +1,30 @@
-package shard
+package ranges
 
 import (
 	"context"
 	"errors"
-	"fmt"
-	"reflect"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/watchlist"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/shard/internal/kind"
 )
 
-// WrapCacheOptions returns opts with its NewInformer wrapped, so that the
+// CacheOptions returns opts with its NewInformer wrapped, so that the
 // informers of the kinds of objs, in a cache built from them (a manager's,
 // through ctrl.Options.Cache), list and watch with rs's ShardSelector
-// ([WrapListerWatcher]): on a server that honours it, the cache holds, and
+// ([ListerWatcher]): on a server that honours it, the cache holds, and
 // the controller hears of, only the objects of rs. Informers of other kinds
 // are left alone. An existing NewInformer is kept and called with the
 // wrapped ListerWatcher.
 //
-//	opts, err := shard.WrapCacheOptions(cache.Options{}, shard.Ranges{rs[i]}, &v1.Widget{})
+//	opts, err := ranges.CacheOptions(cache.Options{}, ranges.Set{rs[i]}, &v1.Widget{})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //
 // A kind is matched in the form the cache holds it, as controller-runtime
@@ -35,20 +34,20 @@ import (
 // unstructured or metadata-only informer of that kind.
 //
 // On a server that ignores the selector ([Detect]) the cache holds every
-// object: add [Predicate] to the controller's watches. WrapCacheOptions
+// object: add [Predicate] to the controller's watches. CacheOptions
 // refuses an empty rs (a list with no selector returns every object) and
 // an empty objs (sharding every kind, Namespaces and Nodes included, is
 // never what a controller means).
-func WrapCacheOptions(opts cache.Options, rs Ranges, objs ...client.Object) (cache.Options, error) {
+func CacheOptions(opts cache.Options, rs Set, objs ...client.Object) (cache.Options, error) {
 	if len(rs) == 0 {
 		return opts, errors.New("shard: no ranges to cache: an informer without a ShardSelector would list every object")
 	}
 	if len(objs) == 0 {
 		return opts, errors.New("shard: no objects: name the kinds whose informers list and watch by range")
 	}
-	kinds := make(map[informerKind]bool, len(objs))
+	kinds := make(map[kind.Key]bool, len(objs))
 	for _, obj := range objs {
-		k, err := kindOf(obj)
+		k, err := kind.Of(obj)
 		if err != nil {
 			return opts, err
 		}
@@ -59,39 +58,19 @@ func WrapCacheOptions(opts cache.Options, rs Ranges, objs ...client.Object) (cac
 		next = toolscache.NewSharedIndexInformer
 	}
 	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if k, err := kindOf(obj); err == nil && kinds[k] {
-			lw = WrapListerWatcher(lw, rs)
+		if k, err := kind.Of(obj); err == nil && kinds[k] {
+			lw = ListerWatcher(lw, rs)
 		}
 		return next(lw, obj, resync, indexers)
 	}
 	return opts, nil
 }
 
-// informerKind tells controller-runtime's informers apart: the Go type of
-// their objects, and for the unstructured and metadata-only forms, the
-// GroupVersionKind they carry.
-type informerKind struct {
-	typ reflect.Type
-	gvk schema.GroupVersionKind
-}
-
-func kindOf(obj runtime.Object) (informerKind, error) {
-	k := informerKind{typ: reflect.TypeOf(obj)}
-	switch obj.(type) {
-	case runtime.Unstructured, *metav1.PartialObjectMetadata:
-		k.gvk = obj.GetObjectKind().GroupVersionKind()
-		if k.gvk.Kind == "" || k.gvk.Version == "" {
-			return k, fmt.Errorf("shard: a %T must have its GroupVersionKind set to name a kind", obj)
-		}
-	}
-	return k, nil
-}
-
-// WrapListerWatcher returns a ListerWatcher that sends rs's [Ranges.Selector]
+// ListerWatcher returns a ListerWatcher that sends rs's [Set.Selector]
 // as the ShardSelector of every list and watch of lw (watch-list streams
 // included), for informers built with client-go directly. It keeps what lw
 // says about watch-list support.
-func WrapListerWatcher(lw toolscache.ListerWatcher, rs Ranges) toolscache.ListerWatcher {
+func ListerWatcher(lw toolscache.ListerWatcher, rs Set) toolscache.ListerWatcher {
 	return &listerWatcher{inner: lw, lw: toolscache.ToListerWatcherWithContext(lw), selector: rs.Selector()}
 }
 

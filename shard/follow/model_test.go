@@ -1,4 +1,4 @@
-package shard
+package follow
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/watch"
 	toolscache "k8s.io/client-go/tools/cache"
+
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 // The model test of the following cache: a real client-go informer over a
@@ -238,14 +240,68 @@ func (h *handed) OnAdd(obj any, _ bool) {
 func (h *handed) OnUpdate(_, _ any) {}
 func (h *handed) OnDelete(_ any)    {}
 
+// modelHolder holds ranges as a test says, numbering its holdings as a
+// shard.Member does, and tells every watch of each change.
+type modelHolder struct {
+	mu       sync.Mutex
+	holdings []uint64
+	epochs   uint64
+	watchers map[chan struct{}]bool
+}
+
+func newModelHolder(n int) *modelHolder {
+	return &modelHolder{holdings: make([]uint64, n), watchers: map[chan struct{}]bool{}}
+}
+
+func (m *modelHolder) Holdings() []uint64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.holdings)
+}
+
+func (m *modelHolder) Notify() (<-chan struct{}, func()) {
+	ch := make(chan struct{}, 1)
+	m.mu.Lock()
+	m.watchers[ch] = true
+	m.mu.Unlock()
+	return ch, func() {
+		m.mu.Lock()
+		delete(m.watchers, ch)
+		m.mu.Unlock()
+	}
+}
+
+func (m *modelHolder) Group() string { return "model" }
+
+func (m *modelHolder) set(i int, epoch uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.holdings[i] = epoch
+	for ch := range m.watchers {
+		select {
+		case ch <- struct{}{}:
+		default:
+		}
+	}
+}
+
+func (m *modelHolder) acquire(i int) {
+	m.mu.Lock()
+	m.epochs++
+	e := m.epochs
+	m.mu.Unlock()
+	m.set(i, e)
+}
+
+func (m *modelHolder) lose(i int) { m.set(i, 0) }
+
 // modelRun is one random sequence, from seed.
 func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 	const n = 4
 	rnd := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	m := &Member{Ranges: n, Name: "model"}
-	m.ranges, _ = Split(n)
-	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
-	spec := &followSpec{m: m, ranges: m.ranges, child: child, kind: "*v1.ConfigMap"}
+	m := newModelHolder(n)
+	split, _ := ranges.Split(n)
+	spec := &followSpec{h: m, n: n, ranges: split, child: child, kind: "*v1.ConfigMap"}
 	srv := &fakeServer{objs: map[string]*corev1.ConfigMap{}, watchList: watchList}
 	if child {
 		rs := rangeSelector{spec}
@@ -261,15 +317,13 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	acquiredAt := map[int]int64{}
-	holdings := map[int]context.CancelFunc{}
+	holdings := map[int]bool{}
 	acquire := func(i int) {
-		hctx, hcancel := context.WithCancel(ctx)
-		holdings[i] = hcancel
+		holdings[i] = true
 		acquiredAt[i] = seq.Add(1)
-		m.acquire(hctx, i)
+		m.acquire(i)
 	}
 	lose := func(i int) {
-		holdings[i]()
 		delete(holdings, i)
 		m.lose(i)
 	}
@@ -334,7 +388,7 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 			}
 		case op < 62:
 			i := rnd.IntN(n)
-			if holdings[i] == nil {
+			if !holdings[i] {
 				acquire(i)
 				step(fmt.Sprintf("acquire %d", i))
 			} else {
@@ -346,7 +400,7 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 			// the range go, but its objects' events were dropped while
 			// it was not held.
 			i := rnd.IntN(n)
-			if holdings[i] != nil {
+			if holdings[i] {
 				lose(i)
 			}
 			acquire(i)
@@ -367,7 +421,7 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 			srv.down.Store(true)
 			srv.restart()
 			d := time.Duration(50+rnd.IntN(400)) * time.Millisecond
-			if i := rnd.IntN(n); holdings[i] != nil && rnd.IntN(2) == 0 {
+			if i := rnd.IntN(n); holdings[i] && rnd.IntN(2) == 0 {
 				lose(i)
 				step(fmt.Sprintf("down %s, losing %d", d, i))
 			} else {
@@ -388,7 +442,7 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 		srv.mu.Lock()
 		want := map[string]string{}
 		for name, cm := range srv.objs {
-			if i := spec.index(cm); i >= 0 && holdings[i] != nil {
+			if i := spec.index(cm); i >= 0 && holdings[i] {
 				want[name] = cm.ResourceVersion
 			}
 		}
@@ -424,7 +478,7 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 		if time.Now().After(deadline) {
 			slices.Sort(problems)
 			fl.mu.Lock()
-			state := fmt.Sprintf("held %v, covered %v, %d known, list or watch %d", m.cachedRanges(), fl.covered, len(fl.known), fl.gen)
+			state := fmt.Sprintf("held %v, covered %v, %d known, list or watch %d", m.Holdings(), fl.covered, len(fl.known), fl.gen)
 			fl.mu.Unlock()
 			t.Fatalf("seed %d (child %v, streamed lists %v): after\n  %s\nthe informer differs from a plain informer of the ranges held (%s):\n  %s",
 				seed, child, watchList, strings.Join(trace, "\n  "), state, strings.Join(problems, "\n  "))

@@ -1,4 +1,4 @@
-package shard_test
+package follow_test
 
 import (
 	"context"
@@ -25,6 +25,8 @@ import (
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/follow"
+	"github.com/reconcilekit/reconcilekit/shard/internal/shardtest"
 )
 
 // TestFollowingCachesSurviveAPIServerRestarts runs three replicas whose
@@ -68,10 +70,7 @@ func TestFollowingCachesSurviveAPIServerRestarts(t *testing.T) {
 }
 
 func testRestarts(t *testing.T, assets string, gated, watchList bool, outage time.Duration, lease [3]time.Duration) {
-	te := controlPlane(assets)
-	if gated {
-		te.ControlPlane.GetAPIServer().Configure().Set("feature-gates", gate)
-	}
+	te := shardtest.ControlPlane(assets, gated)
 	cfg, err := te.Start()
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +88,7 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 			t.Error(err)
 		}
 	})
-	e, err := testenv.Attach(te, envOptions)
+	e, err := testenv.Attach(te, shardtest.Options)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +98,8 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 	if err != nil {
 		t.Fatal(err)
 	}
-	labeler := &shard.Member{Ranges: testRanges}
+	labeler := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
+	labeler.Ranges = testRanges
 
 	type replica struct {
 		m      *shard.Member
@@ -110,10 +110,11 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 	var replicas []*replica
 	for i := range 3 {
 		name := fmt.Sprintf("r%d", i)
-		m := &shard.Member{Leases: cs.CoordinationV1(), Namespace: ns, Name: "widgets", Identity: name, Ranges: testRanges,
-			LeaseDuration: lease[0], RenewDeadline: lease[1], RetryPeriod: lease[2], DrainTimeout: time.Second}
-		opts, err := m.WrapCacheOptions(cache.Options{Scheme: e.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}},
-			shard.Follow{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
+		m := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
+		m.Namespace, m.Name, m.Identity, m.Ranges = ns, "widgets", name, testRanges
+		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod, m.DrainTimeout = lease[0], lease[1], lease[2], time.Second
+		opts, err := follow.CacheOptions(m, cache.Options{Scheme: e.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}},
+			follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -154,7 +155,7 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 				continue
 			}
 			cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: w.Name}, Data: map[string]string{"n": "0"}}
-			if err := labeler.Label(w, cm); err != nil {
+			if err := follow.Label(labeler, w, cm); err != nil {
 				t.Error(err)
 				return
 			}

@@ -1,4 +1,4 @@
-package shard_test
+package ranges_test
 
 import (
 	"fmt"
@@ -8,19 +8,19 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/event"
 
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
-	"github.com/reconcilekit/reconcilekit/shard"
+	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
 func TestPredicate(t *testing.T) {
-	four, _ := shard.Split(4)
-	held := shard.Ranges{four[0], four[2]}
-	p := shard.Predicate(held)
+	four, _ := ranges.Split(4)
+	held := ranges.Set{four[0], four[2]}
+	p := ranges.Predicate(held)
 	before := metricstest.Value(t, "reconcilekit_shard_events_filtered_total", nil)
 	kept := map[int]int{}
 	uids := testUIDs(400)
 	for i := range 400 {
 		obj := withUID(uids[i])
-		of, _ := shard.Of(obj, 4)
+		of, _ := ranges.Of(obj, 4)
 		want := of == 0 || of == 2
 		got := map[string]bool{
 			"create":  p.Create(event.CreateEvent{Object: obj}),
@@ -48,8 +48,8 @@ func TestPredicate(t *testing.T) {
 }
 
 func TestPredicateOfOneRange(t *testing.T) {
-	two, _ := shard.Split(2)
-	first, second := shard.Predicate(two[0]), shard.Predicate(two[1])
+	two, _ := ranges.Split(2)
+	first, second := ranges.Predicate(two[0]), ranges.Predicate(two[1])
 	for _, uid := range testUIDs(100) {
 		e := event.CreateEvent{Object: withUID(uid)}
 		if first.Create(e) == second.Create(e) {
