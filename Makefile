@@ -24,6 +24,21 @@ CONTROLLER_ASSETS = -controller-manager -kwok $(KWOK_VERSION)
 # and fails on an incompatible change CHANGELOG.md does not name under
 # Unreleased (docs/releasing.md, "The API check").
 APICOMPAT = $(GO) run ./internal/cmd/apicompat
+# TESTPARALLEL is how much of make test runs at once: four packages (-p 4,
+# go test's default is the number of CPUs). Most of an envtest package's
+# time is spent waiting (for a control plane to start, a Lease to expire, a
+# schedule to fall due, a cache to catch up), not computing: on 2 cores,
+# four packages overlap where two left the CPU idle. (-parallel stays
+# go test's: Ginkgo refuses any other; examples/at/bench sets its own.) A
+# package may take longer than go test's default timeout of 10 minutes on a
+# loaded machine.
+TESTPARALLEL ?= -p 4 -timeout 45m
+# TESTFIRST are the packages whose tests take longest, slowest first: go
+# test starts packages in the order it is given them, so these start at
+# once instead of in alphabetical turn, and none is left running alone at
+# the end; ./... then adds every other package, each package once.
+TESTFIRST := ./examples/at/bench ./shard/follow ./examples/at/internal/e2e ./examples/at/internal/controller \
+	./examples/embedding/step6 ./reconcile/reconciletest ./freshness ./shard/ranges
 # kwok plays the kubelet in the At demo (envtest has none).
 KWOK_VERSION := v0.8.0
 
@@ -38,10 +53,10 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 	if $(GO) list -m all | grep -q '^k8s.io/kubernetes '; then echo "k8s.io/kubernetes leaked into go.mod"; exit 1; fi; \
 	if $(GO) list -deps -test ./... | grep -qE '^(k8s.io/kubernetes|go.etcd.io/etcd/server)/'; then \
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 -timeout 45m $(TESTFLAGS) ./... || exit 1; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTFLAGS) $(TESTFIRST) ./... || exit 1; \
 	echo "examples/kubebuilder/memcached (its own module: the kubebuilder scaffold on reconcilekit)"; \
 	cd examples/kubebuilder/memcached && $(GO) vet ./... && \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTFLAGS) $$($(GO) list ./... | grep -v /e2e)
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTFLAGS) $$($(GO) list ./... | grep -v /e2e)
 
 .PHONY: apicompat
 apicompat: ## Compare the exported API with the last release; fail on an incompatible change CHANGELOG.md does not name.

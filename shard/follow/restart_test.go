@@ -64,6 +64,8 @@ func TestFollowingCachesSurviveAPIServerRestarts(t *testing.T) {
 		{"ungated, streamed lists, ranges lost", false, true, 4 * time.Second, [3]time.Duration{3 * time.Second, 2 * time.Second, 250 * time.Millisecond}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			// Each case has a control plane of its own to restart.
+			t.Parallel()
 			testRestarts(t, assets, tc.gated, tc.watchList, tc.outage, tc.lease)
 		})
 	}

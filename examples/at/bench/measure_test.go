@@ -825,6 +825,9 @@ func TestSideBySideSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the controllers and starts a control plane of its own")
 	}
+	// Its own control plane and processes: it runs beside the package's
+	// other scenarios that have theirs (see parallelTests).
+	t.Parallel()
 	started := time.Now()
 	load := loadAverage()
 	const writeCostN = 20

@@ -741,20 +741,37 @@ func (p *proc) heapProfile(tb testing.TB, path string) {
 	}
 }
 
+// handedOut are the ports freeAddrs has returned in this process: the
+// scenarios that run in parallel start processes at the same time, and a
+// port one of them was given must not go to another before its process
+// binds it.
+var handedOut = struct {
+	sync.Mutex
+	ports map[int]bool
+}{ports: map[int]bool{}}
+
 // freeAddrs returns n distinct localhost addresses whose ports were free a
-// moment ago: all n are held open together, since the kernel may hand out a
-// port again as soon as it is closed (two calls one after the other once
-// gave a process the same port for its metrics and its probes).
+// moment ago and were never returned before in this process: all n are held
+// open together, since the kernel may hand out a port again as soon as it
+// is closed (two calls one after the other once gave a process the same
+// port for its metrics and its probes).
 func freeAddrs(tb testing.TB, n int) []string {
 	tb.Helper()
-	addrs := make([]string, n)
-	for i := range addrs {
+	handedOut.Lock()
+	defer handedOut.Unlock()
+	addrs := make([]string, 0, n)
+	for len(addrs) < n {
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
 			tb.Fatal(err)
 		}
-		defer l.Close()
-		addrs[i] = l.Addr().String()
+		defer l.Close() // held open until all n are chosen, the skipped too
+		port := l.Addr().(*net.TCPAddr).Port
+		if handedOut.ports[port] {
+			continue
+		}
+		handedOut.ports[port] = true
+		addrs = append(addrs, l.Addr().String())
 	}
 	return addrs
 }

@@ -42,6 +42,7 @@ type record struct {
 // controller recorded less, it would flatter the library.
 func TestTheHandWrittenAtRecordsWhatTheLibraryAtRecords(t *testing.T) {
 	env.Require(t)
+	t.Parallel() // beside the scenarios; one manager at a time (lockManagers)
 	lockManagers(t)
 	got := map[kind]map[string]record{}
 	for _, k := range []kind{handwrittenAt, libraryAt} {

@@ -94,6 +94,7 @@ func checkDoneAndFinalized(t *testing.T, c client.Client, ns string) []atv1.At {
 
 func TestUnderInjectedFaultsEveryAtEndsDoneWithExactlyOnePod(t *testing.T) {
 	env.Require(t)
+	t.Parallel() // beside the scenarios; one manager at a time (lockManagers)
 	lockManagers(t)
 	c := env.Client(t)
 	ns := env.Namespace(t)
@@ -146,6 +147,7 @@ func TestUnderInjectedFaultsEveryAtEndsDoneWithExactlyOnePod(t *testing.T) {
 
 func TestRestartingTheManagerAtRandomPointsCreatesNoSecondPod(t *testing.T) {
 	env.Require(t)
+	t.Parallel() // beside the scenarios; one manager at a time (lockManagers)
 	lockManagers(t)
 	c := env.Client(t)
 	ns := env.Namespace(t)
@@ -173,6 +175,7 @@ func TestRestartingTheManagerAtRandomPointsCreatesNoSecondPod(t *testing.T) {
 // controller runs them; none of its writes may be lost.
 func TestASecondWritersFinalizerAndConditionsSurvive(t *testing.T) {
 	env.Require(t)
+	t.Parallel() // beside the scenarios; one manager at a time (lockManagers)
 	lockManagers(t)
 	c := env.Client(t)
 	ns := env.Namespace(t)
@@ -287,6 +290,7 @@ func TestTheAPIServerRejectsInvalidAts(t *testing.T) {
 // on each have a defined outcome, and none makes the controller loop.
 func TestBadInputHasADefinedOutcomeAndNoHotLoop(t *testing.T) {
 	env.Require(t)
+	t.Parallel() // beside the scenarios; one manager at a time (lockManagers)
 	lockManagers(t)
 	c := env.Client(t)
 	ns := env.Namespace(t)

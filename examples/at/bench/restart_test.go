@@ -52,6 +52,11 @@ func TestShardedAtsSurviveAPIServerRestarts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the At and restarts a control plane of its own")
 	}
+	// Its own control plane and processes: it runs beside the smoke and
+	// the tests of managers in this process (see parallelTests), not beside
+	// the sharded audit proof (see planeMu).
+	t.Parallel()
+	lockPlane(t)
 	bins := buildAt(t)
 	pl := startPlane(t)
 	api, err := restart.Find(pl.cfg, "--audit-log-path="+pl.auditLog)

@@ -332,6 +332,12 @@ func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the At and starts a control plane of its own")
 	}
+	// Its own control planes and processes: it runs beside the smoke and
+	// the tests of managers in this process (see parallelTests), not beside
+	// the API server restarts (see planeMu). The two gates run one after the
+	// other: each keeps about a core busy.
+	t.Parallel()
+	lockPlane(t)
 	t.Run("gate on", func(t *testing.T) { testShardedAts(t, true) })
 	t.Run("gate off", func(t *testing.T) { testShardedAts(t, false) })
 }

@@ -11,6 +11,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,6 +33,7 @@ import (
 
 	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
 	"github.com/reconcilekit/reconcilekit/health"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
@@ -78,18 +80,38 @@ type Fixture struct {
 
 	step    Step
 	mu      sync.Mutex
-	results map[types.NamespacedName]error
+	results map[types.NamespacedName][]Result
+}
+
+// Result is what one reconcile returned.
+type Result struct {
+	Result reconcile.Result
+	Err    error
 }
 
 // Start runs step's controller under a manager (resyncing every second)
 // until the test ends.
 func Start(t *testing.T, env *testenv.Env, step Step) *Fixture {
 	t.Helper()
+	return start(t, env, step, nil)
+}
+
+// StartLagging is [Start] with a manager whose cache lags: every watch
+// event reaches it delay.Delay late, so the controller's reconciles
+// (a resync's among them) read Websites older than its own writes.
+func StartLagging(t *testing.T, env *testenv.Env, step Step, delay *reconciletest.CacheDelay) *Fixture {
+	t.Helper()
+	return start(t, env, step, delay)
+}
+
+func start(t *testing.T, env *testenv.Env, step Step, delay *reconciletest.CacheDelay) *Fixture {
+	t.Helper()
 	env.Require(t)
 	f := &Fixture{Env: env, Namespace: env.Namespace(t), Directory: env.Namespace(t), Client: env.Client(t),
-		step: step, results: map[types.NamespacedName]error{}}
+		step: step, results: map[types.NamespacedName][]Result{}}
 	mgr, err := env.NewManager(testenv.ManagerOptions{
 		SyncPeriod: time.Second,
+		CacheDelay: delay,
 		Options: manager.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{
 			f.Namespace: {}, f.Directory: {},
 		}}},
@@ -102,7 +124,7 @@ func Start(t *testing.T, env *testenv.Env, step Step) *Fixture {
 		return mgr.Reconciler(reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 			res, err := r.Reconcile(ctx, req)
 			f.mu.Lock()
-			f.results[req.NamespacedName] = err
+			f.results[req.NamespacedName] = append(f.results[req.NamespacedName], Result{Result: res, Err: err})
 			f.mu.Unlock()
 			return res, err
 		}))
@@ -118,7 +140,27 @@ func Start(t *testing.T, env *testenv.Env, step Step) *Fixture {
 func (f *Fixture) LastError(site *webv1.Website) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.results[client.ObjectKeyFromObject(site)]
+	rs := f.results[client.ObjectKeyFromObject(site)]
+	if len(rs) == 0 {
+		return nil
+	}
+	return rs[len(rs)-1].Err
+}
+
+// Results returns what each reconcile of the Website returned, in order.
+func (f *Fixture) Results(site *webv1.Website) []Result {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.results[client.ObjectKeyFromObject(site)])
+}
+
+// resultLines lists what each reconcile of the Website returned, a line each.
+func (f *Fixture) resultLines(site *webv1.Website) string {
+	var b strings.Builder
+	for i, r := range f.Results(site) {
+		fmt.Fprintf(&b, "  %d: %+v, error %v\n", i+1, r.Result, r.Err)
+	}
+	return b.String()
 }
 
 // Create creates a Website.

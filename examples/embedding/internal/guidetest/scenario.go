@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/status"
 )
@@ -82,29 +83,46 @@ func Test(t *testing.T, env *testenv.Env, step Step, want Expect) {
 	t.Run("bad hostname", func(t *testing.T) {
 		t.Parallel()
 		f := Start(t, env, step)
-		site := f.Create(t, "bad", "Shop_Example.com")
-		failed := func() bool {
-			c, ok := status.FindCondition(site, want.Failure.Type)
-			return ok && c.Status == want.Failure.Status && c.Reason == want.Failure.Reason
-		}
-		what := want.Failure.Type + "=" + string(want.Failure.Status) + " " + want.Failure.Reason
-		// Converged in the cache, no reconcile running: the reconcile
-		// that wrote the condition has returned its error.
-		if err := f.Manager.WaitConverged(t.Context(), site, what, failed); err != nil {
-			t.Fatal(err)
-		}
-		err := f.LastError(site)
-		if terminal := errors.Is(err, reconcile.TerminalError(nil)); err == nil || terminal != want.Terminal {
-			t.Errorf("reconcile error = %v (terminal %v), want an error, terminal %v", err, terminal, want.Terminal)
-		}
-		if !want.Terminal {
-			// Retried with backoff, without end.
-			ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
-			defer cancel()
-			key := client.ObjectKeyFromObject(site)
-			if err := f.Manager.Reconciles.Wait(ctx, key, f.Manager.Reconciles.Count(key)+2); err != nil {
-				t.Errorf("the failing Website was not retried: %v", err)
-			}
-		}
+		BadHostname(t, f, f.Create(t, "bad", "Shop_Example.com"), want)
 	})
+}
+
+// BadHostname checks what the Fixture's step does with site, a Website
+// whose hostname is not a DNS name: it gets want.Failure, and its error is
+// terminal or retried as want says.
+func BadHostname(t *testing.T, f *Fixture, site *webv1.Website, want Expect) {
+	t.Helper()
+	failed := func() bool {
+		c, ok := status.FindCondition(site, want.Failure.Type)
+		return ok && c.Status == want.Failure.Status && c.Reason == want.Failure.Reason
+	}
+	what := want.Failure.Type + "=" + string(want.Failure.Status) + " " + want.Failure.Reason
+	if err := f.Manager.WaitConverged(t.Context(), site, what, failed); err != nil {
+		t.Fatal(err)
+	}
+	// The cache holds the failed Website and no reconcile is running. The
+	// last reconcile is not necessarily the one that wrote the condition:
+	// a reconcile that read the cache before that write reached it may
+	// have ended since, with a quiet requeue and no error (the Loop's
+	// freshness guard, or a conflict under requeue.Policy), deciding
+	// nothing. The next reconcile reads the failed Website as it stands
+	// (a retry, or a resync within the fixture's second): its error is
+	// the Website's.
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	defer cancel()
+	key := client.ObjectKeyFromObject(site)
+	if err := f.Manager.Reconciles.Wait(ctx, key, f.Manager.Reconciles.Count(key)+1); err != nil {
+		t.Fatalf("the failed Website was not reconciled again: %v", err)
+	}
+	err := f.LastError(site)
+	if terminal := errors.Is(err, reconcile.TerminalError(nil)); err == nil || terminal != want.Terminal {
+		t.Errorf("reconcile error = %v (terminal %v), want an error, terminal %v; its reconciles returned:\n%s",
+			err, terminal, want.Terminal, f.resultLines(site))
+	}
+	if !want.Terminal {
+		// Retried with backoff, without end.
+		if err := f.Manager.Reconciles.Wait(ctx, key, f.Manager.Reconciles.Count(key)+2); err != nil {
+			t.Errorf("the failing Website was not retried: %v", err)
+		}
+	}
 }
