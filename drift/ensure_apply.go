@@ -27,7 +27,7 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 			return Outcome{}, err
 		}
 	}
-	live, err := getLive(ctx, c, desired)
+	live, err := w.getLive(ctx, desired)
 	op := OperationCreated
 	var cmpn compare.Comparison
 	switch {
@@ -52,11 +52,11 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 			return Outcome{}, err
 		}
 		if cmpn.Equal {
-			copyInto(desired, live)
+			copyInto(desired, live.DeepCopyObject().(client.Object))
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 		}
 		if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
-			copyInto(desired, live)
+			copyInto(desired, live.DeepCopyObject().(client.Object))
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 		}
 		if take != nil {

@@ -28,6 +28,7 @@ var libraries = []string{
 	"finalizer",
 	"ownership",
 	"compare",
+	"diet",
 	"drift",
 	"freshness",
 	"shard/ranges",
