@@ -142,7 +142,13 @@ func (w *Writer) getLive(ctx context.Context, desired client.Object) (client.Obj
 	if err != nil {
 		return nil, err
 	}
-	return whole, w.APIReader.Get(ctx, key, whole)
+	if err := w.APIReader.Get(ctx, key, whole); err != nil {
+		return whole, err
+	}
+	if diet.IsPartial(whole) {
+		return nil, errors.Permanent(fmt.Errorf("drift: ensure %s: %w, and so is what APIReader read: set it to a reader of the API server (a manager's GetAPIReader())", describe(desired), diet.ErrPartial))
+	}
+	return whole, nil
 }
 
 func emptyLike(obj client.Object, scheme *runtime.Scheme) (client.Object, error) {
