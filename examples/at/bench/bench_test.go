@@ -63,6 +63,9 @@ var (
 	commandLine  = flag.String("at.command", "make bench", "the command to quote in the report")
 	writeCostN   = flag.Int("at.writecost.n", 1000, "Ats that get each kind of write when measuring what a write costs the API server; 0 skips it")
 	shardedN     = flag.Int("at.sharded", 60, "Ats at one instant in the sharded scenario: the At as one replica, then with --shards=6 as 3 replicas (0: no sharded scenario)")
+	memory       = flag.Bool("at.memory", true, "also run, in every one-instant trial, the bare client-go floor and the At without its cache diet (issue 38's memory comparison)")
+	memoryRounds = flag.Int("at.memory.rounds", 0, "run them in only that many rounds of each trial (0: every round)")
+	only         = flag.String("at.only", "", "run only these controllers in the trials, comma-separated kinds (classic, hand-written, reconcilekit, reconcilekit-upstream-guard, bare, reconcilekit-no-diet); empty: every one")
 )
 
 func init() {
@@ -81,7 +84,19 @@ func benchPlan() plan {
 		spreadN = benchSizes[0]
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, rounds: benchRounds, spreadN: spreadN, spread: *benchSpread,
-		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, sharded: *shardedN, profiles: *cpuProfiles, profileFor: *cpuFor}
+		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, sharded: *shardedN, profiles: *cpuProfiles, profileFor: *cpuFor,
+		memory: *memory, memoryRounds: *memoryRounds, only: onlyKinds()}
+}
+
+// onlyKinds is -at.only as kinds.
+func onlyKinds() []kind {
+	var out []kind
+	for f := range strings.SplitSeq(*only, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, kind(f))
+		}
+	}
+	return out
 }
 
 // BenchmarkAt measures the At controllers (the library's, the hand-written
@@ -102,6 +117,9 @@ func BenchmarkAt(b *testing.B) {
 		}
 	}
 	fmt.Printf("\n%s", headline(cmp))
+	if s := memorySection(cmp); s != "" {
+		fmt.Printf("\n%s", s)
+	}
 	if cmp.sharded != nil {
 		fmt.Printf("\n%s", shardedSection(*cmp.sharded))
 	}
@@ -141,6 +159,16 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	if pn.profiles != "" {
 		fmt.Fprintf(&r, " -at.cpuprofile=%s -at.cpuprofile.for=%s", pn.profiles, pn.profileFor)
 	}
+	if !pn.memory || pn.memoryRounds > 0 {
+		fmt.Fprintf(&r, " -at.memory=%v -at.memory.rounds=%d", pn.memory, pn.memoryRounds)
+	}
+	if len(pn.only) > 0 {
+		var names []string
+		for _, k := range pn.only {
+			names = append(names, string(k))
+		}
+		fmt.Fprintf(&r, " -at.only=%s", strings.Join(names, ","))
+	}
 	fmt.Fprintf(&r, "\n```\n\nwith KUBEBUILDER_ASSETS pointing at the cached kube-apiserver and etcd, no -race, at commit %s.\n\n", vcsRevision())
 	fmt.Fprintf(&r, "## Machine and versions\n\n")
 	fmt.Fprintf(&r, "| | |\n|---|---|\n")
@@ -156,6 +184,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 
 	fmt.Fprintf(&r, "\n## The At operator, like for like\n\n")
 	r.WriteString(headline(cmp))
+	if s := memorySection(cmp); s != "" {
+		fmt.Fprintf(&r, "\n## Memory: what the caches hold (issue 38)\n\n")
+		r.WriteString(s)
+	}
 	fmt.Fprintf(&r, "\n### How it is measured\n\n")
 	r.WriteString(method(cmp))
 	if len(cmp.writeCosts) > 0 {
