@@ -77,12 +77,15 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # first size again with BENCH_UNRELATED Pods that no At owns and spread over
 # BENCH_SPREAD (one round each); BENCH_SHARDED Ats at one instant on the At
 # as one replica, then with --shards=6 as 3 replicas (one round; 0 skips
-# it); with the benchmarks of compare, drift, freshness and status folded in. Prints
+# it); with the benchmarks of compare, diet, drift, freshness and status folded in. Prints
 # the tables and writes BENCHMARKS.md. Takes about 50 minutes on 2 cores
 # with the defaults (42 measured without the sharded scenario, which took 8
 # more at 10,000 Ats); not part of make test, which runs the same harness
 # at 20 Ats and the sharded scenario at 60. BENCH_PROFILE=dir also writes a
 # CPU profile of each controller process during the first run of each.
+# The first BENCH_MEMORY_ROUNDS rounds of each size (0: every round) also run
+# issue 38's memory comparison: the bare client-go floor and the At without
+# its cache diet (about 20 more minutes with one round at the default sizes).
 BENCH_ATS ?= 1000,10000
 BENCH_WORKERS ?= 4
 BENCH_ROUNDS ?= 3,2
@@ -90,17 +93,18 @@ BENCH_SPREAD ?= 1m
 BENCH_UNRELATED ?= 5000
 BENCH_SHARDED ?= 10000
 BENCH_PROFILE ?=
+BENCH_MEMORY_ROUNDS ?= 1
 
 .PHONY: bench
 bench: ## Measure the At operator against the hand-written and the naive At, and write BENCHMARKS.md.
 	@assets="$$($(ENVTEST_ASSETS))"; \
 	out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./compare/ ./drift/ ./freshness/ ./status/ | tee "$$out"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./compare/ ./diet/ ./drift/ ./freshness/ ./status/ | tee "$$out"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench '^BenchmarkAt$$' -benchtime=1x -timeout 300m ./examples/at/bench/ \
-		-args -at.n=$(BENCH_ATS) -at.workers=$(BENCH_WORKERS) -at.rounds=$(BENCH_ROUNDS) -at.spread=$(BENCH_SPREAD) -at.unrelated=$(BENCH_UNRELATED) -at.sharded=$(BENCH_SHARDED) \
+		-args -at.n=$(BENCH_ATS) -at.workers=$(BENCH_WORKERS) -at.rounds=$(BENCH_ROUNDS) -at.spread=$(BENCH_SPREAD) -at.unrelated=$(BENCH_UNRELATED) -at.sharded=$(BENCH_SHARDED) -at.memory.rounds=$(BENCH_MEMORY_ROUNDS) \
 		$(if $(BENCH_PROFILE),-at.cpuprofile="$(abspath $(BENCH_PROFILE))") \
 		-at.report="$(CURDIR)/BENCHMARKS.md" -at.diffbench="$$out" \
-		-at.command="make bench BENCH_ATS=$(BENCH_ATS) BENCH_WORKERS=$(BENCH_WORKERS) BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_SPREAD=$(BENCH_SPREAD) BENCH_UNRELATED=$(BENCH_UNRELATED) BENCH_SHARDED=$(BENCH_SHARDED)$(if $(BENCH_PROFILE), BENCH_PROFILE=$(BENCH_PROFILE))"
+		-at.command="make bench BENCH_ATS=$(BENCH_ATS) BENCH_WORKERS=$(BENCH_WORKERS) BENCH_ROUNDS=$(BENCH_ROUNDS) BENCH_SPREAD=$(BENCH_SPREAD) BENCH_UNRELATED=$(BENCH_UNRELATED) BENCH_SHARDED=$(BENCH_SHARDED) BENCH_MEMORY_ROUNDS=$(BENCH_MEMORY_ROUNDS)$(if $(BENCH_PROFILE), BENCH_PROFILE=$(BENCH_PROFILE))"
 
 .PHONY: assets
 assets: ## Build (or find) the envtest binaries (those make test needs) and print their directory.

@@ -96,11 +96,13 @@
 // uses only the object passed in. Parsed managedFields are memoized by
 // content (bounded; the result never depends on it).
 //
-// The actual object must carry its managedFields, every manager's: ours
-// say what we wrote, the others' what we must leave. A cache transform that
-// strips them to save memory, such as controller-runtime's
-// cache.TransformStripManagedFields, turns all of this off without an
-// error: Diff then compares only what desired sets.
+// The actual object must carry our managedFields entries and those of every
+// other manager that owns a field at or beneath one of ours: ours say what
+// we wrote, the others' what we must leave; no other entry changes the
+// result. Package diet's ManagedFields keeps exactly these in a cache and
+// drops the rest. A cache transform that strips them all, such as
+// controller-runtime's cache.TransformStripManagedFields, turns all of this
+// off without an error: Diff then compares only what desired sets.
 //
 // # Performance
 //

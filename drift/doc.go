@@ -121,12 +121,18 @@
 // patch deletes by number, so both would go, [compare.StrategicMerge]);
 // EnsureApplied removes it.
 //
-// The live object must carry its managedFields, every manager's. A cache
-// transform that strips them to save memory, such as controller-runtime's
-// cache.TransformStripManagedFields, turns this off without an error: a
-// Writer then compares only what desired sets. Strip them only for kinds
-// you never pass to a Writer. A converged object still costs no request:
-// the decision uses only the object already read.
+// The live object must carry its field owner's managedFields entries and
+// those of other managers on the same fields. diet.ManagedFields keeps
+// exactly these in a manager's caches and drops the rest (the status
+// entries, the creator's, everyone's on other fields), about half of what a
+// cache holds of a custom resource with conditions. A transform that strips
+// them all, such as controller-runtime's cache.TransformStripManagedFields,
+// turns removals off without an error: a Writer then compares only what
+// desired sets. A converged object still costs no request: the decision
+// uses only the object already read, from the cache and without a copy. An
+// object the cache keeps in part (diet.Fields) is read whole from the
+// Writer's APIReader before it is compared, or refused without one
+// (diet.ErrPartial).
 //
 // # Ensure or EnsureApplied?
 //

@@ -16,6 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/diet"
+	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
@@ -53,7 +55,7 @@ func (w *Writer) ensure(ctx context.Context, desired client.Object, opts []Optio
 	}
 	defer func() { observeEnsure(w.client, desired, out, err) }()
 	c := w.client
-	live, err := getLive(ctx, c, desired)
+	live, err := w.getLive(ctx, desired)
 	if apierrors.IsNotFound(err) {
 		return create(ctx, c, w.fieldOwner, cfg, desired)
 	}
@@ -78,7 +80,7 @@ func (w *Writer) ensureMutate(ctx context.Context, obj client.Object, mutate fun
 	defer func() { observeEnsure(w.client, obj, out, err) }()
 	c := w.client
 	key := client.ObjectKeyFromObject(obj)
-	live, err := getLive(ctx, c, obj)
+	live, err := w.getLive(ctx, obj)
 	if apierrors.IsNotFound(err) {
 		if err := callMutate(mutate, key, obj); err != nil {
 			return Outcome{}, err
@@ -112,16 +114,45 @@ func callMutate(mutate func() error, key client.ObjectKey, obj client.Object) er
 	return nil
 }
 
-// getLive reads the live version of desired into a fresh object of its type.
-func getLive(ctx context.Context, c client.Client, desired client.Object) (client.Object, error) {
+// getLive reads the live version of desired into a fresh object of its
+// type, as c has it (a cached client: the cache's own object, not a copy,
+// which nothing here may change or hand out; see [Writer.Ensure]). An
+// object its cache keeps in part (package diet) is read whole from
+// APIReader, or refused without one.
+func (w *Writer) getLive(ctx context.Context, desired client.Object) (client.Object, error) {
+	return w.readLive(ctx, desired, func() (client.Object, error) { return emptyLike(desired, w.client.Scheme()) })
+}
+
+// readLive is getLive with the objects to read into made by empty.
+func (w *Writer) readLive(ctx context.Context, desired client.Object, empty func() (client.Object, error)) (client.Object, error) {
 	if desired.GetName() == "" {
 		return nil, fmt.Errorf("drift: ensure %T: desired has no name", desired)
 	}
-	live, err := emptyLike(desired, c.Scheme())
+	live, err := empty()
 	if err != nil {
 		return nil, err
 	}
-	return live, c.Get(ctx, client.ObjectKeyFromObject(desired), live)
+	key := client.ObjectKeyFromObject(desired)
+	if err := w.client.Get(ctx, key, live, client.UnsafeDisableDeepCopy); err != nil {
+		return live, err
+	}
+	if !diet.IsPartial(live) {
+		return live, nil
+	}
+	if w.APIReader == nil {
+		return nil, errors.Permanent(fmt.Errorf("drift: ensure %s: %w: set the Writer's APIReader to read it whole", describe(desired), diet.ErrPartial))
+	}
+	whole, err := empty()
+	if err != nil {
+		return nil, err
+	}
+	if err := w.APIReader.Get(ctx, key, whole); err != nil {
+		return whole, err
+	}
+	if diet.IsPartial(whole) {
+		return nil, errors.Permanent(fmt.Errorf("drift: ensure %s: %w, and so is what APIReader read: set it to a reader of the API server (a manager's GetAPIReader())", describe(desired), diet.ErrPartial))
+	}
+	return whole, nil
 }
 
 func emptyLike(obj client.Object, scheme *runtime.Scheme) (client.Object, error) {
@@ -206,11 +237,11 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		return Outcome{}, err
 	}
 	if cmpn.Equal {
-		copyInto(target, live)
+		copyInto(target, live.DeepCopyObject().(client.Object))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 	}
 	if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
-		copyInto(target, live)
+		copyInto(target, live.DeepCopyObject().(client.Object))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 	}
 	if err := w.refuseForeign(cfg, want, live); err != nil {

@@ -27,7 +27,7 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 			return Outcome{}, err
 		}
 	}
-	live, err := getLive(ctx, c, desired)
+	live, err := w.getLive(ctx, desired)
 	out, applied, err := w.applyDrift(ctx, cfg, want, live, err, func() (*unstructured.Unstructured, error) {
 		return applyContent(want, c.Scheme())
 	})
@@ -37,7 +37,8 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 			return Outcome{}, err
 		}
 	case out.Operation == OperationUnchanged:
-		copyInto(desired, live)
+		// live is the cache's own object: desired gets a copy.
+		copyInto(desired, live.DeepCopyObject().(client.Object))
 	}
 	return out, err
 }

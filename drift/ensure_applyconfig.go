@@ -84,8 +84,8 @@ func (w *Writer) ensureApplyConfiguration(ctx context.Context, desired runtime.A
 			return Outcome{}, err
 		}
 	}
-	live := liveFor(u, c.Scheme())
-	getErr := c.Get(ctx, client.ObjectKeyFromObject(u), live)
+	// The cache's own object (see getLive): applyDrift only looks at it.
+	live, getErr := w.readLive(ctx, u, func() (client.Object, error) { return liveFor(u, c.Scheme()), nil })
 	out, _, err = w.applyDrift(ctx, cfg, u, live, getErr, func() (*unstructured.Unstructured, error) {
 		// A copy: the client fills what it applies with the response.
 		return u.DeepCopy(), nil

@@ -227,7 +227,8 @@ func (w *Writer) checkHotLoop(ctx context.Context, cfg *config, live client.Obje
 		const note = "%s drifted back %d times within %s: another controller or a mutating webhook reverts them; not patching for %s"
 		threshold := orDefault(h.Threshold, defaultHotLoopThreshold)
 		if h.Recorder != nil {
-			h.Recorder.Eventf(live, nil, corev1.EventTypeWarning, ReasonHotLoop, "Patch", note, fields, threshold, window, holdOff)
+			// A copy: live may be the cache's own object.
+			h.Recorder.Eventf(live.DeepCopyObject(), nil, corev1.EventTypeWarning, ReasonHotLoop, "Patch", note, fields, threshold, window, holdOff)
 		}
 		log.FromContext(ctx).Info("hot loop: not patching", "object", name, "paths", cmpn.Paths, "until", until, "diff", cmpn.Report)
 	}

@@ -34,6 +34,14 @@ type Writer struct {
 	// Clock tells HotLoops the time when the detector has no Clock of its
 	// own. Nil: the real clock.
 	Clock clock.PassiveClock
+	// APIReader reads an object whole from the API server (a manager's
+	// GetAPIReader()) when the client's cache keeps only part of it (a
+	// diet.Fields transform): Ensure, EnsureMutate and EnsureApplied then
+	// compare with the whole object, never mistaking what the cache left
+	// out for drift. Nil: such an object is an error wrapping
+	// diet.ErrPartial, classed permanent. Objects the cache keeps whole
+	// (diet.ManagedFields keeps what the Writer reads) never use it.
+	APIReader client.Reader
 
 	client     client.Client
 	fieldOwner string
@@ -126,6 +134,17 @@ func (w *Writer) start(verb string, obj client.Object, opts []Option) (*config, 
 // client.Create. With HotLoops, a drift that keeps coming back is not
 // patched, and Ensure returns a [*HotLoopError] with OperationUnchanged and
 // the drift it held back.
+//
+// What it reads of the live object, from the cache with a manager's client:
+// every field desired sets, and of metadata.managedFields the Writer's
+// field owner's entries for the object itself and any other manager's entry
+// on or beneath the same fields (the entries of the managers [Replaces]
+// names too, while there are some). diet.ManagedFields keeps exactly these;
+// a transform that strips managedFields turns the removals off without an
+// error. An object the cache keeps in part (diet.Fields) is read whole from
+// APIReader. The cached object is read without a copy
+// (client.UnsafeDisableDeepCopy) and never changed: desired gets a copy.
+// EnsureMutate and EnsureApplied read the same.
 func (w *Writer) Ensure(ctx context.Context, desired client.Object, opts ...Option) (Outcome, error) {
 	return w.ensure(ctx, desired, opts)
 }

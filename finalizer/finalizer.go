@@ -71,6 +71,10 @@ var ErrNoFieldOwner = rkerrors.ErrNoFieldOwner
 // nothing to change makes no request at all, so calling it on every
 // reconcile is free.
 //
+// What it reads of an object, the one given and the one re-read after a
+// conflict: its finalizers, deletionTimestamp, resourceVersion, name and
+// namespace, all metadata a cache diet keeps; nothing of managedFields.
+//
 // Build it with [NewWriter], which takes what every write needs; set the
 // optional fields before first use. A Writer is safe for concurrent use;
 // [Registry.AddMissing] and [Registry.Finalize] write through one.

@@ -78,6 +78,10 @@ var ErrInvalidTracker = errors.New("freshness: invalid Tracker")
 // A Tracker with a field set wrong ([Tracker.Validate]) guards nothing: its
 // NewClient returns the error, and every call of a client it wraps returns
 // it, classed permanent, without sending anything.
+//
+// What it reads of a cached object: its resourceVersion and whether it is
+// there (metadata, which a cache diet keeps, of parts too). A guarded read
+// passes the caller's options on, client.UnsafeDisableDeepCopy included.
 type Tracker struct {
 	// Informers are the cache's informers (the manager's mgr.GetCache()),
 	// whose events wake a read waiting for the cache. NewClient sets them

@@ -42,7 +42,8 @@ func ControlledBy(owner client.Object) client.ListOption {
 // ListOwned fills list with the objects controlled by owner, read through the
 // index registered by [IndexOwner] (so c must be the manager's cached
 // client), in the owner's namespace when the owner is namespaced. opts narrow
-// the list further.
+// the list further. Of the listed objects it reads their owner references:
+// metadata, which a cache diet keeps, also of the parts diet.Fields keeps.
 func ListOwned(ctx context.Context, c client.Reader, owner client.Object, list client.ObjectList, opts ...client.ListOption) error {
 	if owner.GetUID() == "" {
 		return noUID("listing children of", owner)

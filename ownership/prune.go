@@ -93,6 +93,10 @@ func InAllNamespaces() Option {
 // cannot run (a nil keep, an unknown propagation policy, an owner without
 // a UID) fails at once with a permanent error wrapping [ErrInvalidPrune] or
 // [ErrNoUID], before any request.
+//
+// What it reads of the listed objects: owner references, labels, UID,
+// resourceVersion and deletionTimestamp (metadata, which a cache diet keeps),
+// and whatever keep reads.
 func Prune(ctx context.Context, c client.Client, owner client.Object, list client.ObjectList, keep func(client.Object) bool, opts ...Option) ([]client.Object, error) {
 	o := newOptions(opts)
 	if err := validatePrune(owner, keep, o); err != nil {

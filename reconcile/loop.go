@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reconcilekit/reconcilekit/diet"
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/freshness"
@@ -146,6 +147,13 @@ func (e Events) String() string {
 // Every read and write of the loop goes through a client guarded by
 // [freshness]: a reconcile never acts on a cached copy of the object older
 // than this process's last write of it (see the Freshness field).
+//
+// What it reads of a cached object: the whole object of type T (Sync gets
+// it), not its managedFields; a part a diet.Fields transform keeps is
+// refused with an error wrapping diet.ErrPartial, permanent. It reads the
+// cache's own object without a copy (client.UnsafeDisableDeepCopy), which
+// the status snapshot compares with and nothing changes, and gives Sync a
+// deep copy: one copy per reconcile instead of two.
 //
 // Build a Loop with [New], which takes what every reconcile needs: the
 // client, the operator's field owner and Sync; every other field is
@@ -383,8 +391,8 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if policy == nil {
 		policy = &l.defaultPolicy
 	}
-	obj := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
-	if err := l.client.Get(ctx, req.NamespacedName, obj); err != nil {
+	obj, read, err := l.fetch(ctx, req)
+	if err != nil {
 		if apierrors.IsNotFound(err) {
 			l.References.Forget(req.NamespacedName)
 			return ctrl.Result{}, nil
@@ -400,17 +408,21 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		if l.Finalizers == nil {
 			return ctrl.Result{}, nil
 		}
-		r.begin(writer)
+		r.begin(writer, read)
 		_, err := l.Finalizers.Finalize(ctx, l.finalizerWriter(), obj)
 		// A failed cleanup keeps its finalizer, so the object stays: say
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
 	}
 	if why, ok := suspend.Requested(obj); ok {
-		return r.suspended(ctx, writer, why)
+		return r.suspended(ctx, writer, read, why)
 	}
 	if l.Finalizers != nil {
-		if _, err := l.Finalizers.AddMissing(ctx, l.finalizerWriter(), obj); err != nil {
+		added, err := l.Finalizers.AddMissing(ctx, l.finalizerWriter(), obj)
+		if added {
+			read = nil // obj is now the server's answer to the patch
+		}
+		if err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {
 				// Deletion began after our read: run the cleanups now.
 				return policy.Decide(ctx, req, requeue.After(0), nil).Return()
@@ -418,10 +430,33 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 			return policy.Decide(ctx, req, ctrl.Result{}, err).Return()
 		}
 	}
-	r.begin(writer)
+	r.begin(writer, read)
 	r.resume()
 	p, err := l.Sync(ctx, obj)
 	return r.finish(ctx, p, err, true)
+}
+
+// fetch reads the request's object. It reads the cache's own object
+// (client.UnsafeDisableDeepCopy), keeps it, unchanged, as what the status
+// snapshot compares with (read), and returns a deep copy of it to change
+// (obj), with its kind set as a cached read sets it: one deep copy per
+// reconcile instead of two. An object a cache keeps in part (diet.Fields)
+// is refused: Sync would act on what the cache left out.
+func (l *Loop[T]) fetch(ctx context.Context, req crreconcile.Request) (obj T, read client.Object, err error) {
+	cached := reflect.New(reflect.TypeFor[T]().Elem()).Interface().(T)
+	if err := l.client.Get(ctx, req.NamespacedName, cached, client.UnsafeDisableDeepCopy); err != nil {
+		return obj, nil, err
+	}
+	if diet.IsPartial(cached) {
+		return obj, nil, errors.Permanent(fmt.Errorf("%w: a Loop reconciles whole objects, never the part of one a diet.Fields transform keeps", diet.ErrPartial))
+	}
+	obj = cached.DeepCopyObject().(T)
+	if obj.GetObjectKind().GroupVersionKind().Empty() {
+		if gvk, err := l.client.GroupVersionKindFor(obj); err == nil {
+			obj.GetObjectKind().SetGroupVersionKind(gvk)
+		}
+	}
+	return obj, cached, nil
 }
 
 // finalizerWriter is the writer of the Loop's finalizer patches.
@@ -444,8 +479,8 @@ type run[T Object] struct {
 }
 
 // begin records the object as read, before anything changes it.
-func (r *run[T]) begin(w *status.Writer) {
-	r.snap = w.Snapshot(r.obj)
+func (r *run[T]) begin(w *status.Writer, read client.Object) {
+	r.snap = w.SnapshotFrom(r.obj, read)
 	r.before = summarize(r.obj)
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/reconcilekit/reconcilekit/status"
@@ -22,8 +23,8 @@ import (
 
 // suspended records that r's object is suspended, why says how, and
 // returns: a status write when the condition is news, nothing otherwise.
-func (r *run[T]) suspended(ctx context.Context, w *status.Writer, why string) (ctrl.Result, error) {
-	r.begin(w)
+func (r *run[T]) suspended(ctx context.Context, w *status.Writer, read client.Object, why string) (ctrl.Result, error) {
+	r.begin(w, read)
 	suspend.Mark(r.obj, why, r.l.conditionOptions()...)
 	written, err := r.snap.Write(ctx)
 	if err != nil {

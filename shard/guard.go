@@ -19,7 +19,8 @@ import (
 
 // Guard returns r, reconciling only the objects of type T in ranges m
 // holds: each request's object is read with reader (the manager's cached
-// client) for its UID; a request for an object of another replica's range
+// client) for its UID, the one thing Guard needs of it (metadata, which a
+// cache diet keeps), without a copy of the cache's own; a request for an object of another replica's range
 // is dropped, its holder reconciles it; the others run r under
 // [Member.Enter], so that m gives up a range only after its reconciles have
 // ended, and a reconcile's context ends if m loses the range.
@@ -40,7 +41,8 @@ func Guard[T client.Object](m *Member, reader client.Reader, r reconcile.Reconci
 	typ := reflect.TypeFor[T]().Elem()
 	return reconcile.Func(func(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
 		obj := reflect.New(typ).Interface().(T)
-		if err := reader.Get(ctx, req.NamespacedName, obj); err != nil {
+		// Only looked at (its UID): the cache's own object, not a copy.
+		if err := reader.Get(ctx, req.NamespacedName, obj, client.UnsafeDisableDeepCopy); err != nil {
 			if apierrors.IsNotFound(err) {
 				log.FromContext(ctx).V(1).Info("not in this replica's cache: gone, or another replica's")
 				return reconcile.Result{}, nil
@@ -67,7 +69,8 @@ func rangeOf(m *Member, obj client.Object) string {
 
 // Source returns a controller source that, whenever this replica acquires
 // a range, enqueues every object of list's kind in that range, read with
-// reader (the manager's cached client): the new holder reconciles at once
+// reader (the manager's cached client; their UIDs and keys are all it
+// reads, without copies): the new holder reconciles at once
 // what the previous one was reconciling, requeues included. Add it to the
 // controller beside its For (WatchesRawSource).
 func (m *Member) Source(reader client.Reader, list client.ObjectList) source.Source {
@@ -77,7 +80,9 @@ func (m *Member) Source(reader client.Reader, list client.ObjectList) source.Sou
 		// no longer reads the channel holds no goroutine.
 		go func() {
 			l := list.DeepCopyObject().(client.ObjectList)
-			if err := reader.List(ctx, l); err != nil {
+			// Only looked at (the keys the handler enqueues): the cache's
+			// own objects, not copies.
+			if err := reader.List(ctx, l, client.UnsafeDisableDeepCopy); err != nil {
 				if ctx.Err() == nil {
 					log.FromContext(ctx).Error(err, "listing the objects of an acquired range", "range", r.String())
 				}

@@ -75,6 +75,10 @@ var ErrObjectReplaced = errors.New("status: object was deleted and created again
 // patch semantics: on a field both writers changed, this writer's value
 // wins. Conditions kept anywhere but status.conditions are such a field.
 //
+// What it reads of an object, the one given and the one re-read after a
+// conflict: its status, resourceVersion, UID, name and namespace; nothing of
+// managedFields (a cache diet keeps all of it).
+//
 // Build a Writer with [NewWriter], which takes what every write needs: the
 // client and the operator's field owner. The zero Writer has neither and
 // every write of it fails ([ErrNoClient]).
@@ -154,6 +158,25 @@ func (w *Writer) Snapshot(obj client.Object) *Snapshot {
 	return s
 }
 
+// SnapshotFrom is [Writer.Snapshot] of obj when the state to compare with
+// is at hand: before is obj as it was read, before any change. The
+// Snapshot only reads before, so it may be the cache's own object, read
+// without a copy (client.UnsafeDisableDeepCopy): a reconciler that copies
+// what it read to change it then makes one deep copy instead of two.
+// before is never written to, and is dropped after the first write (the
+// snapshot then holds a copy of obj, as Snapshot's does). A nil before is
+// Snapshot(obj).
+func (w *Writer) SnapshotFrom(obj, before client.Object) *Snapshot {
+	if before == nil || reflect.ValueOf(before).Kind() == reflect.Pointer && reflect.ValueOf(before).IsNil() {
+		return w.Snapshot(obj)
+	}
+	s := &Snapshot{obj: obj, before: before}
+	if w != nil {
+		s.w = *w
+	}
+	return s
+}
+
 // reset makes the object's current state the snapshot.
 func (s *Snapshot) reset() {
 	if s.obj == nil {
@@ -189,9 +212,15 @@ func (s *Snapshot) pending() (e edits, before, after map[string]any, err error) 
 	if err := s.valid(); err != nil {
 		return edits{}, nil, nil, err
 	}
-	// Fast path for the common no-op: an untouched object is identical to
-	// its deep copy. Anything else is decided on the JSON form.
-	if reflect.DeepEqual(s.before, s.obj) {
+	// Fast path for the common no-op: an untouched status is identical to
+	// its deep copy (only the status is written: whatever else changed,
+	// such as the type meta a cache leaves unset, writes nothing).
+	// Anything else is decided on the JSON form.
+	if b, ok := statusValue(s.before); ok {
+		if a, ok := statusValue(s.obj); ok && reflect.DeepEqual(b, a) {
+			return edits{}, nil, nil, nil
+		}
+	} else if reflect.DeepEqual(s.before, s.obj) {
 		return edits{}, nil, nil, nil
 	}
 	return s.edits()

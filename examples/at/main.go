@@ -74,6 +74,7 @@ type options struct {
 	workers                 int
 	readYourWrites          string
 	shards                  int
+	cacheDiet               bool
 	zap                     zap.Options
 }
 
@@ -132,6 +133,9 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	flags.IntVar(&o.shards, "shards", 0,
 		"share the Ats among every running replica, split into this many ranges, each held through a Lease in the "+
 			"leader election namespace (docs/sharding.md); 0 runs one leader, as --leader-elect says")
+	flags.BoolVar(&o.cacheDiet, "cache-diet", true,
+		"keep the caches to what the controller reads (package diet): of every object's managedFields the entries the library reads, "+
+			"of each Pod its metadata, phase and exit code (docs/memory.md); false caches every object whole")
 	o.zap.BindFlags(flags)
 	flags.Usage = func() {} // on errors too: the caller says what went wrong
 	if err := flags.Parse(args); err != nil {
@@ -254,6 +258,12 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("the sharded cache: %w", err)
 		}
 	}
+	if o.cacheDiet {
+		// The caches keep what the controller reads, and nothing more.
+		if mopts.Cache, err = controller.DietCacheOptions(mopts.Cache); err != nil {
+			return fmt.Errorf("the cache diet: %w", err)
+		}
+	}
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
@@ -290,7 +300,7 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("adding the ready check: %w", err)
 	}
 	setupLog.Info("starting the At operator", "leaderElection", o.leaderElect, "leaderElectionNamespace", namespace,
-		"workers", o.workers, "readYourWrites", o.readYourWrites, "shards", o.shards, "metrics", o.metricsAddr, "probes", o.probeAddr)
+		"workers", o.workers, "readYourWrites", o.readYourWrites, "shards", o.shards, "cacheDiet", o.cacheDiet, "metrics", o.metricsAddr, "probes", o.probeAddr)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

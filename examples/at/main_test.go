@@ -26,7 +26,7 @@ func TestParseFlagsDefaults(t *testing.T) {
 	want := summary{
 		metricsAddr: "127.0.0.1:8080", probeAddr: "127.0.0.1:8081",
 		leaderElect: true, leaseDuration: 15 * time.Second, renewDeadline: 10 * time.Second, retryPeriod: 2 * time.Second,
-		workers: controller.DefaultWorkers, readYourWrites: "freshness",
+		workers: controller.DefaultWorkers, readYourWrites: "freshness", cacheDiet: true,
 	}
 	if diff := cmp.Diff(want, summarize(got), cmp.AllowUnexported(summary{})); diff != "" {
 		t.Errorf("defaults (-want +got):\n%s", diff)
@@ -41,11 +41,12 @@ type summary struct {
 	workers                                       int
 	readYourWrites                                string
 	shards                                        int
+	cacheDiet                                     bool
 }
 
 func summarize(o *options) summary {
 	return summary{o.kubeconfig, o.metricsAddr, o.probeAddr, o.leaderElectionNamespace,
-		o.leaderElect, o.leaseDuration, o.renewDeadline, o.retryPeriod, o.workers, o.readYourWrites, o.shards}
+		o.leaderElect, o.leaseDuration, o.renewDeadline, o.retryPeriod, o.workers, o.readYourWrites, o.shards, o.cacheDiet}
 }
 
 func TestParseFlags(t *testing.T) {
@@ -64,7 +65,7 @@ func TestParseFlags(t *testing.T) {
 			want: func(s *summary) {
 				*s = summary{kubeconfig: "/tmp/kc", metricsAddr: "0", probeAddr: ":9440", namespace: "ops",
 					leaderElect: false, leaseDuration: 8 * time.Second, renewDeadline: 6 * time.Second, retryPeriod: time.Second, workers: 16,
-					readYourWrites: "controller-runtime"}
+					readYourWrites: "controller-runtime", cacheDiet: true}
 			},
 		},
 		{name: "probes disabled", args: []string{"--health-probe-bind-address=0"}, want: func(s *summary) { s.probeAddr = "0" }},
@@ -72,6 +73,7 @@ func TestParseFlags(t *testing.T) {
 		{name: "controller-runtime's guard", args: []string{"--read-your-writes=controller-runtime"},
 			want: func(s *summary) { s.readYourWrites = "controller-runtime" }},
 		{name: "sharded", args: []string{"--shards=8"}, want: func(s *summary) { s.shards = 8 }},
+		{name: "every object cached whole", args: []string{"--cache-diet=false"}, want: func(s *summary) { s.cacheDiet = false }},
 		{name: "too many shards", args: []string{"--shards=5000"}, wantErr: []string{"--shards must be between 0 and 1024, got 5000"}},
 		{name: "an unknown guard", args: []string{"--read-your-writes=both"},
 			wantErr: []string{`--read-your-writes "both": want "freshness" or "controller-runtime"`}},
@@ -129,7 +131,7 @@ func TestParseFlagsHelpListsEveryFlag(t *testing.T) {
 	if !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("parseFlags(-h) error = %v, want flag.ErrHelp", err)
 	}
-	for _, name := range []string{"kubeconfig", "leader-elect", "leader-election-namespace", "workers", "read-your-writes", "shards",
+	for _, name := range []string{"kubeconfig", "leader-elect", "leader-election-namespace", "workers", "read-your-writes", "shards", "cache-diet",
 		"metrics-bind-address", "health-probe-bind-address", "leader-elect-lease-duration", "zap-log-level"} {
 		if !strings.Contains(out.String(), "-"+name+" ") && !strings.Contains(out.String(), "-"+name+"\n") {
 			t.Errorf("help does not list -%s:\n%s", name, out.String())

@@ -30,6 +30,7 @@ var libraries = []string{
 	"finalizer",
 	"ownership",
 	"compare",
+	"diet",
 	"drift",
 	"freshness",
 	"health",

@@ -38,6 +38,7 @@ var libraries = map[string]string{
 	"finalizer":     "finalizer",
 	"ownership":     "ownership",
 	"compare":       "compare",
+	"diet":          "diet",
 	"drift":         "drift",
 	"freshness":     "freshness",
 	"health":        "health",

@@ -46,7 +46,7 @@ func (v *ints) Set(s string) error {
 
 // packageBenchmarks are the packages whose benchmarks `make bench` runs
 // beside the At's, as the Makefile passes them to go test.
-const packageBenchmarks = "./compare/ ./drift/ ./freshness/ ./status/"
+const packageBenchmarks = "./compare/ ./diet/ ./drift/ ./freshness/ ./status/"
 
 var (
 	benchSizes   = ints{20}
@@ -63,6 +63,9 @@ var (
 	commandLine  = flag.String("at.command", "make bench", "the command to quote in the report")
 	writeCostN   = flag.Int("at.writecost.n", 1000, "Ats that get each kind of write when measuring what a write costs the API server; 0 skips it")
 	shardedN     = flag.Int("at.sharded", 60, "Ats at one instant in the sharded scenario: the At as one replica, then with --shards=6 as 3 replicas (0: no sharded scenario)")
+	memory       = flag.Bool("at.memory", true, "also run, in every one-instant trial, the bare client-go floor and the At without its cache diet (issue 38's memory comparison)")
+	memoryRounds = flag.Int("at.memory.rounds", 0, "run them in only that many rounds of each trial (0: every round)")
+	only         = flag.String("at.only", "", "run only these controllers in the trials, comma-separated kinds (classic, hand-written, reconcilekit, reconcilekit-upstream-guard, bare, reconcilekit-no-diet); empty: every one")
 )
 
 func init() {
@@ -81,7 +84,19 @@ func benchPlan() plan {
 		spreadN = benchSizes[0]
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, rounds: benchRounds, spreadN: spreadN, spread: *benchSpread,
-		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, sharded: *shardedN, profiles: *cpuProfiles, profileFor: *cpuFor}
+		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, sharded: *shardedN, profiles: *cpuProfiles, profileFor: *cpuFor,
+		memory: *memory, memoryRounds: *memoryRounds, only: onlyKinds()}
+}
+
+// onlyKinds is -at.only as kinds.
+func onlyKinds() []kind {
+	var out []kind
+	for f := range strings.SplitSeq(*only, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, kind(f))
+		}
+	}
+	return out
 }
 
 // BenchmarkAt measures the At controllers (the library's, the hand-written
@@ -102,6 +117,9 @@ func BenchmarkAt(b *testing.B) {
 		}
 	}
 	fmt.Printf("\n%s", headline(cmp))
+	if s := memorySection(cmp); s != "" {
+		fmt.Printf("\n%s", s)
+	}
 	if cmp.sharded != nil {
 		fmt.Printf("\n%s", shardedSection(*cmp.sharded))
 	}
@@ -141,6 +159,16 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	if pn.profiles != "" {
 		fmt.Fprintf(&r, " -at.cpuprofile=%s -at.cpuprofile.for=%s", pn.profiles, pn.profileFor)
 	}
+	if !pn.memory || pn.memoryRounds > 0 {
+		fmt.Fprintf(&r, " -at.memory=%v -at.memory.rounds=%d", pn.memory, pn.memoryRounds)
+	}
+	if len(pn.only) > 0 {
+		var names []string
+		for _, k := range pn.only {
+			names = append(names, string(k))
+		}
+		fmt.Fprintf(&r, " -at.only=%s", strings.Join(names, ","))
+	}
 	fmt.Fprintf(&r, "\n```\n\nwith KUBEBUILDER_ASSETS pointing at the cached kube-apiserver and etcd, no -race, at commit %s.\n\n", vcsRevision())
 	fmt.Fprintf(&r, "## Machine and versions\n\n")
 	fmt.Fprintf(&r, "| | |\n|---|---|\n")
@@ -172,15 +200,20 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 			fmt.Fprintf(&r, "\n\n%s", t.table(rd).Markdown())
 		}
 	}
+	if s := memorySection(cmp); s != "" {
+		fmt.Fprintf(&r, "\n## Memory: what the caches hold (issue 38)\n\n")
+		r.WriteString(s)
+	}
 	if cmp.sharded != nil {
 		fmt.Fprintf(&r, "\n## The At sharded (issue 25)\n\n")
 		r.WriteString(shardedSection(*cmp.sharded))
 	}
 	if len(diff) > 0 {
-		fmt.Fprintf(&r, "\n## The packages (compare, drift, freshness, status)\n\n")
+		fmt.Fprintf(&r, "\n## The packages (compare, diet, drift, freshness, status)\n\n")
 		fmt.Fprintf(&r, "`go test -run '^$' -bench . -benchmem %s`, in the same run; the benchmarks that talk to an API\n"+
 			"server use envtest. compare: a Deployment as the API server returns it (defaulted) compared with the\n"+
-			"desired one; drift: Ensure's requests per converged call; freshness: a read through the guard against a plain\n"+
+			"desired one; diet: the bytes a cache holds per object of the At's shapes, whole and on the diet (B/object;\n"+
+			"its ns/op is the time to list them into a cache); drift: Ensure's requests per converged call; freshness: a read through the guard against a plain\n"+
 			"client, and the tracker's memory per remembered write; status: the writer's no-op against a deep copy and\n"+
 			"controller-runtime's MergeFrom, and its status encoding against the whole-object encoding it replaced.\n\n"+
 			"Each ratio is the row's ns/op over that of the row named in \"compared with\", so its direction depends on\n"+

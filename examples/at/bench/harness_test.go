@@ -27,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench/bare"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench/classic"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench/handwritten"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
@@ -58,6 +59,12 @@ const (
 	// upstreamGuardAt is the At operator on controller-runtime's own
 	// read-your-own-writes client (--read-your-writes=controller-runtime).
 	upstreamGuardAt kind = "reconcilekit-upstream-guard"
+	// bareAt is the At on client-go alone, sending the same writes with no
+	// cache of objects: the floor of the memory comparison (issue 38).
+	bareAt kind = "bare"
+	// libraryNoDietAt is the At operator caching every object whole
+	// (--cache-diet=false): what the diet saves (issue 38).
+	libraryNoDietAt kind = "reconcilekit-no-diet"
 )
 
 // heading is the controller's name in the report.
@@ -67,6 +74,10 @@ func (k kind) heading() string {
 		return "naive (classic)"
 	case upstreamGuardAt:
 		return "reconcilekit on controller-runtime's guard"
+	case bareAt:
+		return "bare client-go"
+	case libraryNoDietAt:
+		return "reconcilekit without the diet"
 	}
 	return string(k)
 }
@@ -79,6 +90,8 @@ func (k kind) controllerName() string {
 		return classic.Name
 	case handwrittenAt:
 		return handwritten.Name
+	case bareAt:
+		return bare.Name
 	}
 	return "at"
 }
@@ -166,6 +179,8 @@ func startController(tb testing.TB, k kind, ns string, w wiring) *running {
 		c = w.counter.Wrap(c)
 	}
 	switch k {
+	case bareAt:
+		return startBare(tb, ns)
 	case classicAt:
 		err = (&classic.Reconciler{Client: c, Scheme: mgr.GetScheme()}).SetupWithManager(mgr)
 	case handwrittenAt:

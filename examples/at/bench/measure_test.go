@@ -103,6 +103,10 @@ type run struct {
 	// resident memory), sampledRSS the largest VmRSS sampled every 100 ms;
 	// resyncHWM is the second process's VmHWM after the deletion.
 	hwm, sampledRSS, resyncHWM uint64
+	// anon is the largest RssAnon sampled every 100 ms (the process's own
+	// memory, without the binary's file pages); heapInuse the Go heap in
+	// use (go_memstats_heap_inuse_bytes) at the end of created → DONE.
+	anon, heapInuse uint64
 	// cpu is the process's CPU time (process_cpu_seconds_total) from its
 	// start until every At is DONE; reconcileTime is the mean duration of
 	// a reconcile over that phase (controller_runtime_reconcile_time_seconds).
@@ -270,6 +274,10 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 		}
 	}
 	r.hwm, r.sampledRSS = p.peak(tb)
+	r.anon = p.peakAnon.Load()
+	if v, _, err := p.scrape("go_memstats_heap_inuse_bytes", nil); err == nil {
+		r.heapInuse = uint64(v)
+	}
 	waitProfile()
 	if sc.profile != "" {
 		p.heapProfile(tb, strings.TrimSuffix(sc.profile, ".cpu.pprof")+".heap.pprof")
@@ -485,6 +493,13 @@ type plan struct {
 	// controller in the first round of the first scenario, profileFor long.
 	profiles   string
 	profileFor time.Duration
+	// memory adds the controllers of issue 38's memory comparison (the
+	// bare client-go floor, the At without its cache diet) to every
+	// one-instant trial, in its first memoryRounds rounds (0: every round).
+	memory       bool
+	memoryRounds int
+	// only, when set, keeps only these controllers in every trial.
+	only []kind
 }
 
 // likeForLike are the controllers of every trial: the naive floor, the
@@ -507,6 +522,12 @@ func (pn plan) trials() []trial {
 			kinds := likeForLike
 			if i == 0 && j == 0 {
 				kinds = append(slices.Clone(likeForLike), upstreamGuardAt)
+			}
+			if pn.memory {
+				kinds = append(slices.Clone(kinds), memoryKinds...)
+			}
+			if len(pn.only) > 0 {
+				kinds = slices.DeleteFunc(slices.Clone(kinds), func(k kind) bool { return !slices.Contains(pn.only, k) })
 			}
 			out = append(out, trial{sc: scenario{n: n, workers: w, pace: pn.pace, ahead: instantAhead}, kinds: kinds, nRounds: roundsOf(i)})
 		}
@@ -561,8 +582,12 @@ func compare(tb testing.TB, pn plan) comparison {
 			cleanup = createUnrelated(tb, pl, t.sc.unrelated)
 		}
 		for r := range t.nRounds {
-			shift := (i + r) % len(t.kinds)
-			rd := round{order: append(slices.Clone(t.kinds[shift:]), t.kinds[:shift]...), runs: map[kind]*run{}}
+			kinds := t.kinds
+			if pn.memoryRounds > 0 && r >= pn.memoryRounds {
+				kinds = slices.DeleteFunc(slices.Clone(kinds), func(k kind) bool { return slices.Contains(memoryKinds, k) })
+			}
+			shift := (i + r) % len(kinds)
+			rd := round{order: append(slices.Clone(kinds[shift:]), kinds[:shift]...), runs: map[kind]*run{}}
 			for _, k := range rd.order {
 				s := t.sc
 				if i == 0 && r == 0 && pn.profiles != "" {
@@ -789,12 +814,15 @@ func (t trial) table(rd round) *bench.Table {
 	col := map[kind]int{}
 	var runs []*run
 	for _, k := range t.kinds {
+		if rd.runs[k] == nil {
+			continue // not run in this round
+		}
 		col[k] = len(tab.Columns)
 		tab.Columns = append(tab.Columns, k.heading())
 		runs = append(runs, rd.runs[k])
 	}
-	for _, q := range [][2]kind{{libraryAt, handwrittenAt}, {libraryAt, classicAt}, {upstreamGuardAt, libraryAt}} {
-		if t.has(q[0]) && t.has(q[1]) {
+	for _, q := range [][2]kind{{libraryAt, handwrittenAt}, {libraryAt, classicAt}, {upstreamGuardAt, libraryAt}, {libraryAt, bareAt}, {libraryAt, libraryNoDietAt}} {
+		if rd.runs[q[0]] != nil && rd.runs[q[1]] != nil {
 			tab.Ratios = append(tab.Ratios, bench.Ratio{Of: col[q[0]], Over: col[q[1]]})
 		}
 	}
@@ -833,7 +861,7 @@ func TestSideBySideSmoke(t *testing.T) {
 	const writeCostN = 20
 	const shardedN = 60
 	cmp := compare(t, plan{sizes: []int{20}, workers: []int{4}, rounds: []int{2}, spreadN: 20, spread: 3 * time.Second,
-		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN})
+		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN, memory: true, memoryRounds: 1})
 	if len(cmp.writeCosts) != len(writeKinds()) {
 		t.Errorf("%d kinds of write measured, want %d", len(cmp.writeCosts), len(writeKinds()))
 	}
@@ -850,8 +878,11 @@ func TestSideBySideSmoke(t *testing.T) {
 	for _, tr := range cmp.trials {
 		for i, rd := range tr.rounds {
 			t.Logf("%s, round %d:\n%s", tr.sc, i+1, tr.table(rd).Markdown())
-			if len(rd.runs) != len(tr.kinds) {
-				t.Errorf("%s, round %d: %d controllers ran, want %d", tr.sc, i+1, len(rd.runs), len(tr.kinds))
+			if len(rd.runs) != len(rd.order) {
+				t.Errorf("%s, round %d: %d controllers ran, want %d", tr.sc, i+1, len(rd.runs), len(rd.order))
+			}
+			if i == 0 && tr.sc.spread == 0 && tr.sc.unrelated == 0 && (rd.runs[bareAt] == nil || rd.runs[libraryNoDietAt] == nil) {
+				t.Errorf("%s, round 1: the memory comparison's controllers did not run: %v", tr.sc, rd.order)
 			}
 			for k, r := range rd.runs {
 				if r.podsPerAt != 1 || len(r.podCreates) != tr.sc.n {
@@ -875,7 +906,7 @@ func TestSideBySideSmoke(t *testing.T) {
 				}
 			}
 			theirs := rd.runs[classicAt]
-			for _, k := range []kind{handwrittenAt, libraryAt, upstreamGuardAt} {
+			for _, k := range []kind{handwrittenAt, libraryAt, upstreamGuardAt, bareAt, libraryNoDietAt} {
 				r := rd.runs[k]
 				if r == nil || r.ahead <= 0 || theirs.ahead <= 0 {
 					continue
@@ -896,7 +927,7 @@ func TestSideBySideSmoke(t *testing.T) {
 	report := renderReport(t, cmp, nil, started, load)
 	for _, want := range []string{"reconcilekit ÷ hand-written", "| kube-apiserver | v1.", "20 Ats at one instant, 4 workers, round 2 of 2",
 		"20 unrelated Pods", "### What each write costs the API server", "controller-runtime's guard against freshness", "Memory with 20 unrelated Pods",
-		"## The At sharded (issue 25)", "Each sharded replica ÷ the single replica"} {
+		"## The At sharded (issue 25)", "Each sharded replica ÷ the single replica", "## Memory: what the caches hold (issue 38)", "bare client-go"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}

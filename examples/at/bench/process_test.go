@@ -336,7 +336,7 @@ func between(reqs []bench.AuditRequest, from, to time.Time) []bench.AuditRequest
 
 // binaries are the controllers, built once per test.
 type binaries struct {
-	classic, handwritten, at string
+	classic, handwritten, at, bare string
 	// atPprof says how the At binary serves pprof: "flag" (it has
 	// --pprof-bind-address), "overlay" (built with the harness's pprof
 	// listener, see pprofOverlay), or "" (no pprof).
@@ -347,6 +347,7 @@ const (
 	atPackage          = "github.com/reconcilekit/reconcilekit/examples/at"
 	classicPackage     = "github.com/reconcilekit/reconcilekit/examples/at/bench/classic/cmd/classic"
 	handwrittenPackage = "github.com/reconcilekit/reconcilekit/examples/at/bench/handwritten/cmd/handwritten"
+	barePackage        = "github.com/reconcilekit/reconcilekit/examples/at/bench/bare/cmd/bare"
 )
 
 // pprofEnv names the environment variable that the overlay's listener
@@ -379,9 +380,10 @@ func init() {
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
 	dir := tb.TempDir()
-	b := binaries{classic: filepath.Join(dir, "classic"), handwritten: filepath.Join(dir, "handwritten"), at: filepath.Join(dir, "at")}
+	b := binaries{classic: filepath.Join(dir, "classic"), handwritten: filepath.Join(dir, "handwritten"), at: filepath.Join(dir, "at"), bare: filepath.Join(dir, "bare")}
 	goBuild(tb, b.classic, classicPackage)
 	goBuild(tb, b.handwritten, handwrittenPackage)
+	goBuild(tb, b.bare, barePackage)
 	goBuild(tb, b.at, atPackage)
 	if !profiling {
 		return b
@@ -438,6 +440,8 @@ func (k kind) leaseID() string {
 		return "classic-at.bench.reconcilekit.dev"
 	case handwrittenAt:
 		return "handwritten-at.bench.reconcilekit.dev"
+	case bareAt:
+		return "bare-at.bench.reconcilekit.dev"
 	}
 	return "at.cnat.reconcilekit.dev"
 }
@@ -482,6 +486,8 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 		bin = bins.classic
 	case handwrittenAt:
 		bin = bins.handwritten
+	case bareAt:
+		bin = bins.bare
 	}
 	args := []string{"--kubeconfig", o.kubeconfig, "--workers", fmt.Sprint(o.workers),
 		"--leader-elect=true", "--leader-election-namespace", leaseNamespace,
@@ -489,12 +495,15 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 	if k == upstreamGuardAt {
 		args = append(args, "--read-your-writes=controller-runtime")
 	}
+	if k == libraryNoDietAt {
+		args = append(args, "--cache-diet=false")
+	}
 	args = append(args, o.args...)
 	var environ []string
 	if o.pprof {
 		p.pprof = addrs[2]
 		switch {
-		case k == classicAt || k == handwrittenAt || bins.atPprof == "flag":
+		case k == classicAt || k == handwrittenAt || k == bareAt || bins.atPprof == "flag":
 			args = append(args, "--pprof-bind-address", p.pprof)
 		case bins.atPprof == "overlay":
 			environ = append(environ, pprofEnv+"="+p.pprof)

@@ -28,6 +28,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/selection"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -40,6 +41,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reconcilekit/reconcilekit/diet"
 	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
@@ -200,6 +202,58 @@ func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{&corev1.Pod{}: {Label: labels.NewSelector().Add(*hasAt)}}
 }
 
+// PodFields are the fields of its Pods the At controller reads, beside their
+// metadata: whether a Pod has finished (podFinished, observe) and its exit
+// code. [DietCacheOptions] caches these alone.
+var PodFields = []string{"status.phase", "status.containerStatuses.state.terminated.exitCode"}
+
+// DietCacheOptions returns base on the diet (package diet): every object's
+// managedFields kept to what the library reads, under the controller's
+// field owner (diet.CacheOptions), and the Pods kept to their metadata and
+// [PodFields]; the Pods' other settings in base (CacheByObject's label
+// selector) stay. The At controller reads nothing else of them: a Pod it
+// must compare whole (drift's Ensure, when the Pod already exists) is read
+// from the API server. Pass it the options [CacheByObject] or
+// [CacheOptions] made:
+//
+//	opts, err := controller.DietCacheOptions(cache.Options{ByObject: controller.CacheByObject()})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
+func DietCacheOptions(base cache.Options) (cache.Options, error) {
+	pods, err := diet.Fields(&corev1.Pod{}, PodFields...)
+	if err != nil {
+		return cache.Options{}, err
+	}
+	byObject := make(map[client.Object]cache.ByObject, len(base.ByObject)+1)
+	podSet := false
+	for obj, bo := range base.ByObject {
+		if _, ok := obj.(*corev1.Pod); ok {
+			bo.Transform = then(bo.Transform, pods)
+			podSet = true
+		}
+		byObject[obj] = bo
+	}
+	if !podSet {
+		byObject[&corev1.Pod{}] = cache.ByObject{Transform: pods}
+	}
+	base.ByObject = byObject
+	return diet.CacheOptions(Name, base)
+}
+
+// then returns a transform running first, when there is one, and then
+// second.
+func then(first, second toolscache.TransformFunc) toolscache.TransformFunc {
+	if first == nil {
+		return second
+	}
+	return func(in any) (any, error) {
+		out, err := first(in)
+		if err != nil {
+			return nil, err
+		}
+		return second(out)
+	}
+}
+
 // CacheOptions returns the manager cache settings of a sharded At
 // controller: base with [CacheByObject]'s, and the At and Pod informers
 // following the ranges m holds (follow.CacheOptions), so that a
@@ -300,7 +354,10 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 			return reconcile.Progress{}, err
 		}
 	}
-	outcome, err := drift.NewWriter(r.client, Name).Ensure(ctx, pod, drift.Owner(at))
+	w := drift.NewWriter(r.client, Name)
+	// A Pod the cache keeps in part (DietCacheOptions) is compared whole.
+	w.APIReader = r.apiReader
+	outcome, err := w.Ensure(ctx, pod, drift.Owner(at))
 	if apierrors.IsAlreadyExists(err) && r.shard != nil {
 		// Not in this replica's cache, yet there: a Pod created before the
 		// controller ran sharded, without the label.
@@ -325,8 +382,9 @@ func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) error {
 	pod := &corev1.Pod{}
 	key := client.ObjectKey{Namespace: at.Namespace, Name: at.Status.PodName}
 	// The guarded client waits for a Pod this controller created a moment
-	// ago rather than report it missing.
-	err := r.client.Get(ctx, key, pod)
+	// ago rather than report it missing. The Pod is only looked at: read
+	// without a copy of the cache's own.
+	err := r.client.Get(ctx, key, pod, client.UnsafeDisableDeepCopy)
 	if apierrors.IsNotFound(err) && r.shard != nil {
 		// Sharded, the cache holds only the Pods labelled with a range
 		// held: a Pod created before the controller ran sharded has no

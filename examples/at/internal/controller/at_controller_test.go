@@ -60,7 +60,7 @@ func startManager(t *testing.T) (c client.Client, stop func()) {
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      cache.Options{ByObject: controller.CacheByObject()},
+		Cache:      onTheDiet(t, cache.Options{ByObject: controller.CacheByObject()}),
 	})
 	if err != nil {
 		managerMu.Unlock()

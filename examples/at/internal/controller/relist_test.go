@@ -41,7 +41,7 @@ func TestAnAtWakesWhenItsPodIsFirstSeenFinished(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			ns := env.Namespace(t)
 			pods := &pausable{watchList: tc.watchList}
-			c := startManagerWith(t, cache.Options{
+			c := startManagerWith(t, onTheDiet(t, cache.Options{
 				ByObject: controller.CacheByObject(),
 				NewInformer: func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, idx toolscache.Indexers) toolscache.SharedIndexInformer {
 					if _, ok := obj.(*corev1.Pod); ok {
@@ -50,7 +50,7 @@ func TestAnAtWakesWhenItsPodIsFirstSeenFinished(t *testing.T) {
 					}
 					return toolscache.NewSharedIndexInformer(lw, obj, resync, idx)
 				},
-			})
+			}))
 			// Every At and Pod informer in sync first.
 			at := newAt(ns, "first-seen-finished", rfc3339(time.Now().Add(2*time.Second)))
 			pods.cut()

@@ -304,6 +304,7 @@ func startReplica(t *testing.T, ns, name string, leases kubernetes.Interface, wr
 	if err != nil {
 		t.Fatal(err)
 	}
+	copts = onTheDiet(t, copts)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},

@@ -31,7 +31,7 @@ func TestAtsUnderALaggingCacheMakeOnePodEachWithNoRefusedWrite(t *testing.T) {
 	defer managerMu.Unlock()
 	ns := env.Namespace(t)
 	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, CacheDelay: &reconciletest.CacheDelay{Delay: 700 * time.Millisecond},
-		Options: manager.Options{Cache: cache.Options{ByObject: controller.CacheByObject()}}})
+		Options: manager.Options{Cache: onTheDiet(t, cache.Options{ByObject: controller.CacheByObject()})}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +127,7 @@ func TestThePodCacheHoldsOnlyTheAtsPods(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: manager.Options{Cache: cache.Options{ByObject: controller.CacheByObject()}}})
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: manager.Options{Cache: onTheDiet(t, cache.Options{ByObject: controller.CacheByObject()})}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,69 @@
+package diet_test
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/diet"
+)
+
+// A manager's caches on the diet, Pods watched for their phase and exit
+// code only: what the cache keeps of a Pod the API server sent whole.
+func Example() {
+	pods, err := diet.Fields(&corev1.Pod{}, "status.phase", "status.containerStatuses.state.terminated.exitCode")
+	if err != nil {
+		panic(err)
+	}
+	opts, err := diet.CacheOptions("at-controller", cache.Options{
+		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods}},
+	})
+	if err != nil {
+		panic(err)
+	}
+	// ctrl.NewManager(cfg, ctrl.Options{Cache: opts}); here, what the
+	// Pods' transform does to one Pod:
+	for obj, bo := range opts.ByObject {
+		if _, ok := obj.(*corev1.Pod); !ok {
+			continue
+		}
+		kept, _ := bo.Transform(&corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{Name: "hello-1a2b3c4d", Labels: map[string]string{"app": "hello"},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "at-controller"}, {Manager: "kubelet", Subresource: "status"}}},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "command", Image: "busybox:1.36"}}},
+			Status: corev1.PodStatus{Phase: corev1.PodSucceeded, HostIP: "10.0.0.7", ContainerStatuses: []corev1.ContainerStatus{{
+				Name: "command", State: corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed"}}}}},
+		})
+		pod := kept.(*corev1.Pod)
+		fmt.Println(pod.Name, pod.Labels, pod.Status.Phase, pod.Status.ContainerStatuses[0].State.Terminated.ExitCode)
+		fmt.Println("containers:", len(pod.Spec.Containers), "hostIP:", pod.Status.HostIP == "", "part:", diet.IsPartial(pod))
+	}
+	// Output:
+	// hello-1a2b3c4d map[app:hello] Succeeded 0
+	// containers: 0 hostIP: true part: true
+}
+
+// What the cache keeps of an object's managedFields: the operator's own
+// entry; the creator's and the status entries go.
+func ExampleManagedFields() {
+	transform, err := diet.ManagedFields("at-controller")
+	if err != nil {
+		panic(err)
+	}
+	raw := func(s string) *metav1.FieldsV1 { return &metav1.FieldsV1{Raw: []byte(s)} }
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "hello", ManagedFields: []metav1.ManagedFieldsEntry{
+		{Manager: "kubectl-create", Operation: "Update", FieldsV1: raw(`{"f:spec":{"f:nodeName":{}}}`)},
+		{Manager: "at-controller", Operation: "Update", FieldsV1: raw(`{"f:metadata":{"f:labels":{"f:app":{}}},"f:spec":{"f:containers":{}}}`)},
+		{Manager: "at-controller", Operation: "Update", Subresource: "status", FieldsV1: raw(`{"f:status":{"f:phase":{}}}`)},
+		{Manager: "kubelet", Operation: "Update", Subresource: "status", FieldsV1: raw(`{"f:status":{"f:hostIP":{}}}`)},
+	}}}
+	kept, _ := transform(pod)
+	for _, e := range kept.(*corev1.Pod).ManagedFields {
+		fmt.Println(e.Manager, e.Operation, e.Subresource)
+	}
+	// Output:
+	// at-controller Update
+}
