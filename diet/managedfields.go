@@ -46,7 +46,9 @@ func Replaces(managers ...string) Option {
 //
 // The rest goes: the status entries of the operator and of every other
 // controller, the creator's, kubectl's on fields the operator does not own.
-// An object none of whose entries is the operator's keeps none. Everything
+// An object none of whose entries is the operator's keeps one entry of
+// another manager with no fields: it says somebody else wrote the object,
+// which drift reads to refuse writing over it (drift.ForeignError). Everything
 // outside managedFields stays as the API server sent it.
 //
 // The transform changes the object it is given (the informer's own copy,
@@ -166,9 +168,27 @@ func (d *managedFields) keep(entries []metav1.ManagedFieldsEntry) ([]metav1.Mana
 		return entries, false
 	}
 	if len(out) == 0 {
-		return nil, true
+		return writtenByAnother(entries)
 	}
 	return out, true
+}
+
+// writtenByAnother returns what is kept of entries none of which is the
+// operator's: one entry of another manager, without its fields. An empty
+// list would say nothing of who wrote the object, and drift takes an object
+// read without managedFields for one it may have written (a cache that
+// strips them cannot tell); this entry says somebody else did, so drift
+// refuses to write over it (drift.ForeignError), and it owns no field
+// compare.Diff could read. An entry of the object itself is chosen over a
+// subresource's.
+func writtenByAnother(entries []metav1.ManagedFieldsEntry) ([]metav1.ManagedFieldsEntry, bool) {
+	if len(entries) == 1 && entries[0].FieldsV1 == nil {
+		return entries, false // kept so already
+	}
+	i := max(slices.IndexFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return e.Subresource == "" }), 0)
+	stub := entries[i]
+	stub.FieldsV1 = nil
+	return []metav1.ManagedFieldsEntry{stub}, true
 }
 
 // parseUnion returns the union of the entries' fields, nil when one does not

@@ -69,7 +69,8 @@ func TestManagedFieldsKeepsWhatTheLibraryReads(t *testing.T) {
 		name     string
 		replaces []string
 		in       []metav1.ManagedFieldsEntry
-		want     []string // managers kept, in order; nil: no managedFields at all
+		want     []string // managers kept, in order
+		noFields bool     // the one entry kept says who wrote the object, not what
 	}{
 		{
 			name: "the operator's status entry, the creator's and a kubelet's go",
@@ -99,9 +100,22 @@ func TestManagedFieldsKeepsWhatTheLibraryReads(t *testing.T) {
 			want: []string{owner + "/Apply", owner + "/Update", owner + "/Update"},
 		},
 		{
-			name: "without an entry of the operator, none stays",
-			in:   []metav1.ManagedFieldsEntry{entry("kubectl-create", update, creator), status("kubelet", kubelet)},
-			want: nil,
+			name:     "without an entry of the operator, one of another manager stays, without its fields: somebody else wrote it",
+			in:       []metav1.ManagedFieldsEntry{entry("kubectl-create", update, creator), status("kubelet", kubelet)},
+			want:     []string{"kubectl-create/Update"},
+			noFields: true,
+		},
+		{
+			name:     "that entry is of the object itself rather than a subresource",
+			in:       []metav1.ManagedFieldsEntry{status("kubelet", kubelet), entry("kubectl-create", update, creator)},
+			want:     []string{"kubectl-create/Update"},
+			noFields: true,
+		},
+		{
+			name:     "the operator's status entry alone is not an entry of the object: another manager's stays, without its fields",
+			in:       []metav1.ManagedFieldsEntry{entry("kubectl-create", update, creator), status(owner, ourStatus)},
+			want:     []string{"kubectl-create/Update"},
+			noFields: true,
 		},
 		{
 			name:     "an entry of a replaced manager keeps the whole list, for the takeover",
@@ -146,8 +160,8 @@ func TestManagedFieldsKeepsWhatTheLibraryReads(t *testing.T) {
 			if diff := cmp.Diff(tc.want, managers(kept)); diff != "" {
 				t.Errorf("kept (-want +got):\n%s", diff)
 			}
-			if tc.want == nil && kept != nil {
-				t.Errorf("managedFields %v, want nil (an Update then keeps the server's)", kept)
+			if tc.noFields && (len(kept) != 1 || kept[0].FieldsV1 != nil) {
+				t.Errorf("managedFields %v, want one entry without fields", kept)
 			}
 			// Idempotent: the informer may pass a kept object again.
 			again, err := transform(got)

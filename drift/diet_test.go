@@ -22,6 +22,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/drift"
 	rkerrors "github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/freshness"
+	"github.com/reconcilekit/reconcilekit/ownership"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
 
@@ -351,5 +352,68 @@ func TestEnsureNeverChangesTheCachedObject(t *testing.T) {
 	wg.Wait()
 	if diff := cmp.Diff(before, stored()); diff != "" {
 		t.Errorf("the cache's object changed (-before +after):\n%s", diff)
+	}
+}
+
+// TestEnsureThroughTheDietLeavesAForeignSecretAlone is issue 36's foreign
+// Secret read through a cache on the diet: none of its managedFields entries
+// is the Writer's, and the diet must still say somebody else wrote it (an
+// empty list would read as "cannot tell", and Ensure would write over it),
+// whether the desired Secret is linked to its owner or controlled by it.
+func TestEnsureThroughTheDietLeavesAForeignSecretAlone(t *testing.T) {
+	for _, owned := range []bool{false, true} {
+		t.Run(map[bool]string{false: "linked", true: "controlled"}[owned], func(t *testing.T) {
+			t.Parallel()
+			ns := env.Namespace(t)
+			cached, _ := cachedClient(t, ns, dietOptions(t))
+			var counter reconciletest.Counter
+			c := counter.Wrap(cached)
+			other := env.Client(t)
+			ctx := t.Context()
+			owner := widgetIn(ns)
+			if err := other.Create(ctx, owner); err != nil {
+				t.Fatal(err)
+			}
+			foreign := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-credentials"},
+				Data:       map[string][]byte{"password": []byte("the payments team's own")},
+			}
+			if err := other.Create(ctx, foreign, client.FieldOwner("kubectl-create")); err != nil {
+				t.Fatal(err)
+			}
+			waitCached(t, c, other, foreign)
+			var seen corev1.Secret
+			if err := c.Get(ctx, client.ObjectKeyFromObject(foreign), &seen); err != nil {
+				t.Fatal(err)
+			}
+			if len(seen.ManagedFields) == 0 {
+				t.Errorf("the diet left the foreign Secret no managedFields: who wrote it is lost")
+			}
+			desired := &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "db-credentials"},
+				Data:       map[string][]byte{"password": []byte("mirrored")},
+			}
+			var opts []drift.Option
+			if owned {
+				opts = append(opts, drift.Owner(owner))
+			} else if err := ownership.SetLink(owner, desired, c.Scheme()); err != nil {
+				t.Fatal(err)
+			}
+			_, err := drift.NewWriter(c, testOwner).Ensure(ctx, desired, opts...)
+			var fe *drift.ForeignError
+			if !errors.As(err, &fe) {
+				t.Errorf("Ensure onto a Secret somebody else created, read through the diet: %v; want a *drift.ForeignError", err)
+			}
+			if n := len(counter.Writes()); n != 0 {
+				t.Errorf("Ensure sent %d writes to a Secret that is not ours: %v", n, counter.Writes())
+			}
+			var after corev1.Secret
+			if err := other.Get(ctx, client.ObjectKeyFromObject(foreign), &after); err != nil {
+				t.Fatal(err)
+			}
+			if string(after.Data["password"]) != "the payments team's own" || len(after.OwnerReferences) != 0 {
+				t.Errorf("the foreign Secret changed: data %q, owners %v", after.Data, after.OwnerReferences)
+			}
+		})
 	}
 }
