@@ -417,3 +417,29 @@ func TestEnsureThroughTheDietLeavesAForeignSecretAlone(t *testing.T) {
 		})
 	}
 }
+
+// TestEnsureHandsBackTheCachedObjectWithItsKind: Ensure reads the cache's
+// own object, which carries no apiVersion and kind (a cached read with a
+// copy sets them); the copy it hands the caller when nothing drifted has
+// them, as before it read without a copy.
+func TestEnsureHandsBackTheCachedObjectWithItsKind(t *testing.T) {
+	t.Parallel()
+	ns := env.Namespace(t)
+	c, _ := cachedClient(t, ns, cache.Options{})
+	w := drift.NewWriter(c, testOwner)
+	desired := func() *corev1.ConfigMap {
+		return &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "kind"}, Data: map[string]string{"k": "v"}}
+	}
+	if _, err := w.Ensure(t.Context(), desired()); err != nil {
+		t.Fatal(err)
+	}
+	waitCached(t, c, env.Client(t), desired())
+	got := desired()
+	out, err := w.Ensure(t.Context(), got)
+	if err != nil || out.Operation != drift.OperationUnchanged {
+		t.Fatalf("second Ensure: %q, %v; want unchanged", out.Operation, err)
+	}
+	if gvk := got.GetObjectKind().GroupVersionKind(); gvk != corev1.SchemeGroupVersion.WithKind("ConfigMap") {
+		t.Errorf("desired after an unchanged Ensure has kind %v, want v1 ConfigMap", gvk)
+	}
+}

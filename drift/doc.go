@@ -124,7 +124,7 @@
 // The live object must carry its field owner's managedFields entries and
 // those of other managers on the same fields. diet.ManagedFields keeps
 // exactly these in a manager's caches and drops the rest (the status
-// entries, the creator's, everyone's on other fields), about half of what a
+// entries, the creator's, everyone's on other fields), about a third of what a
 // cache holds of a custom resource with conditions. A transform that strips
 // them all, such as controller-runtime's cache.TransformStripManagedFields,
 // turns removals off without an error: a Writer then compares only what

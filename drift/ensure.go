@@ -90,7 +90,7 @@ func (w *Writer) ensureMutate(ctx context.Context, obj client.Object, mutate fun
 	if err != nil {
 		return Outcome{}, err
 	}
-	copyInto(obj, live.DeepCopyObject().(client.Object))
+	copyInto(obj, w.copyLive(live))
 	if err := callMutate(mutate, key, obj); err != nil {
 		return Outcome{}, err
 	}
@@ -172,6 +172,19 @@ func emptyLike(obj client.Object, scheme *runtime.Scheme) (client.Object, error)
 	return reflect.New(t.Elem()).Interface().(client.Object), nil
 }
 
+// copyLive returns a copy of live (the cache's own object) for a caller,
+// its kind set as a cached read with a copy sets it (the cache's own
+// object carries none).
+func (w *Writer) copyLive(live client.Object) client.Object {
+	out := live.DeepCopyObject().(client.Object)
+	if out.GetObjectKind().GroupVersionKind().Empty() {
+		if gvk, err := apiutil.GVKForObject(out, w.client.Scheme()); err == nil {
+			out.GetObjectKind().SetGroupVersionKind(gvk)
+		}
+	}
+	return out
+}
+
 // copyInto makes dst hold src's content; both have the same type.
 func copyInto(dst, src client.Object) {
 	if du, ok := dst.(*unstructured.Unstructured); ok {
@@ -237,11 +250,11 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		return Outcome{}, err
 	}
 	if cmpn.Equal {
-		copyInto(target, live.DeepCopyObject().(client.Object))
+		copyInto(target, w.copyLive(live))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 	}
 	if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
-		copyInto(target, live.DeepCopyObject().(client.Object))
+		copyInto(target, w.copyLive(live))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 	}
 	if err := w.refuseForeign(cfg, want, live); err != nil {

@@ -38,7 +38,7 @@ func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts 
 		}
 	case out.Operation == OperationUnchanged:
 		// live is the cache's own object: desired gets a copy.
-		copyInto(desired, live.DeepCopyObject().(client.Object))
+		copyInto(desired, w.copyLive(live))
 	}
 	return out, err
 }

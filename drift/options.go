@@ -126,7 +126,11 @@ func ForceOwnership() Option {
 // defaults again what it defaults. Nothing is taken without a write: an
 // object that has not drifted keeps the replaced entries, still read as
 // ours while Replaces lists them, and costs no request. Keep Replaces while
-// objects the old controller wrote may exist.
+// objects the old controller wrote may exist. With a cache on the diet,
+// pass the same names to diet.Replaces: it keeps an object's managedFields
+// whole while a replaced entry is there, and the takeover, which writes
+// the whole list, needs every entry (another manager's that does not touch
+// the operator's fields included, or the takeover drops it).
 //
 // Only entries of the main resource (not status) in the live object's
 // apiVersion are taken. A name listed here means this operator on every

@@ -419,8 +419,10 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	}
 	if l.Finalizers != nil {
 		added, err := l.Finalizers.AddMissing(ctx, l.finalizerWriter(), obj)
-		if added {
-			read = nil // obj is now the server's answer to the patch
+		if added || obj.GetResourceVersion() != read.GetResourceVersion() {
+			// obj is now the server's answer to the patch, or what a
+			// retry after a conflict read: newer than read.
+			read = nil
 		}
 		if err != nil {
 			if errors.Is(err, finalizer.ErrDeleting) {

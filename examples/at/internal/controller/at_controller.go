@@ -388,7 +388,10 @@ func (r *AtReconciler) observePod(ctx context.Context, at *atv1.At) error {
 	if apierrors.IsNotFound(err) && r.shard != nil {
 		// Sharded, the cache holds only the Pods labelled with a range
 		// held: a Pod created before the controller ran sharded has no
-		// label. Ask the API server before the irreversible DONE.
+		// label. Ask the API server before the irreversible DONE, into a
+		// Pod of its own: pod may hold the maps of the cache's (a stale read
+		// the guard retried), which decoding into it would change.
+		pod = &corev1.Pod{}
 		err = r.adoptPod(ctx, at, key, pod)
 	}
 	switch {
