@@ -37,9 +37,8 @@ type Writer struct {
 	// APIReader reads an object whole from the API server (a manager's
 	// GetAPIReader()) when the client's cache keeps only part of it (a
 	// diet.Fields transform): Ensure, EnsureMutate, EnsureApplied and
-	// EnsureApplyConfiguration then
-	// compare with the whole object, never mistaking what the cache left
-	// out for drift. Nil: such an object is an error wrapping
+	// EnsureApplyConfiguration then compare with the whole object, never
+	// mistaking what the cache left out for drift. Nil: such an object is an error wrapping
 	// diet.ErrPartial, classed permanent. Objects the cache keeps whole
 	// (diet.ManagedFields keeps what the Writer reads) never use it.
 	APIReader client.Reader
