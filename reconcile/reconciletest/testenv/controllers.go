@@ -150,7 +150,7 @@ func (e *Env) startControllers(te *envtest.Environment, opts Options) (err error
 	}
 	e.extra = &components{workDir: dir}
 	kubeconfig := func(name string) (string, error) {
-		user, err := te.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
+		user, err := e.addUser(te, name)
 		if err != nil {
 			return "", fmt.Errorf("testenv: user %s: %w", name, err)
 		}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -102,6 +103,17 @@ type Env struct {
 	// What Options.ControllerManager and Options.Kwok started (a pointer,
 	// so that Env stays comparable).
 	extra *components
+	// users serialises envtest's AddUser: its certificate authority
+	// numbers certificates without a lock, and parallel tests ask for
+	// kubeconfigs at once.
+	users *sync.Mutex
+}
+
+// addUser adds a cluster-admin user named name to te, one at a time.
+func (e *Env) addUser(te *envtest.Environment, name string) (*envtest.AuthenticatedUser, error) {
+	e.users.Lock()
+	defer e.users.Unlock()
+	return te.AddUser(envtest.User{Name: name, Groups: []string{"system:masters"}}, nil)
 }
 
 // FindAssets returns the directory of the control-plane binaries tests
@@ -171,7 +183,7 @@ func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 	if assets == "" {
 		assets, _ = FindAssets()
 	}
-	e := &Env{Config: cfg, Scheme: s, Assets: assets, te: te, reader: reader, attached: true, waitTimeout: opts.WaitTimeout}
+	e := &Env{Config: cfg, Scheme: s, Assets: assets, te: te, reader: reader, attached: true, waitTimeout: opts.WaitTimeout, users: new(sync.Mutex)}
 	if e.waitTimeout <= 0 {
 		e.waitTimeout = DefaultWaitTimeout
 	}
@@ -230,7 +242,7 @@ func (e *Env) start(opts Options) error {
 		_ = te.Stop()
 		return fmt.Errorf("testenv: client: %w", err)
 	}
-	e.Config, e.Assets, e.te, e.reader = cfg, assets, te, reader
+	e.Config, e.Assets, e.te, e.reader, e.users = cfg, assets, te, reader, new(sync.Mutex)
 	if err := e.startControllers(te, opts); err != nil {
 		_ = e.stopControllers()
 		_ = te.Stop()
@@ -370,7 +382,7 @@ func (e *Env) Namespace(t testing.TB) string {
 func (e *Env) Kubeconfig(t testing.TB) string {
 	t.Helper()
 	e.Require(t)
-	user, err := e.te.AddUser(envtest.User{Name: "testenv-admin", Groups: []string{"system:masters"}}, nil)
+	user, err := e.addUser(e.te, "testenv-admin")
 	if err != nil {
 		t.Fatalf("testenv: add user: %v", err)
 	}

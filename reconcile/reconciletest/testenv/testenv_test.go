@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -11,12 +12,14 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/clientcmd"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -654,5 +657,29 @@ func TestStartWithCRDsInGo(t *testing.T) {
 	}
 	if err := own.WaitFor(t.Context(), g, "anything", func() bool { return true }); err == nil {
 		t.Error("WaitFor on a stopped Env: no error")
+	}
+}
+
+// TestKubeconfigInParallelTests: parallel tests each ask for a kubeconfig
+// at once; envtest's certificate authority numbers its certificates
+// without a lock, so Env serialises them (the race detector caught two
+// parallel subtests of package health doing this). Each kubeconfig works.
+func TestKubeconfigInParallelTests(t *testing.T) {
+	for i := range 8 {
+		t.Run(fmt.Sprint(i), func(t *testing.T) {
+			t.Parallel()
+			path := env.Kubeconfig(t)
+			cfg, err := clientcmd.BuildConfigFromFlags("", path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, err := client.New(cfg, client.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.List(t.Context(), &corev1.NamespaceList{}); err != nil {
+				t.Errorf("a list with kubeconfig %d: %v", i, err)
+			}
+		})
 	}
 }
