@@ -26,6 +26,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench/internal/atrecord"
 )
 
 // Name is the controller's name: its field manager, its events' reporting
@@ -33,26 +34,26 @@ import (
 const Name = "bare-at"
 
 // The same label, finalizer, condition types and reasons as the library's
-// At.
+// At (package atrecord).
 const (
-	AtUIDLabel          = "cnat.reconcilekit.dev/at-uid"
-	PodCleanupFinalizer = "cnat.reconcilekit.dev/pod-cleanup"
+	AtUIDLabel          = atrecord.AtUIDLabel
+	PodCleanupFinalizer = atrecord.PodCleanupFinalizer
 
-	TypeReady       = "Ready"
-	TypeReconciling = "Reconciling"
-	TypeStalled     = "Stalled"
+	TypeReady       = atrecord.TypeReady
+	TypeReconciling = atrecord.TypeReconciling
+	TypeStalled     = atrecord.TypeStalled
 
-	ReasonScheduled        = "Scheduled"
-	ReasonPodRunning       = "PodRunning"
-	ReasonCommandSucceeded = "CommandSucceeded"
-	ReasonCommandFailed    = "CommandFailed"
-	ReasonPodDeleted       = "PodDeleted"
-	ReasonInvalidSchedule  = "InvalidSchedule"
+	ReasonScheduled        = atrecord.ReasonScheduled
+	ReasonPodRunning       = atrecord.ReasonPodRunning
+	ReasonCommandSucceeded = atrecord.ReasonCommandSucceeded
+	ReasonCommandFailed    = atrecord.ReasonCommandFailed
+	ReasonPodDeleted       = atrecord.ReasonPodDeleted
+	ReasonInvalidSchedule  = atrecord.ReasonInvalidSchedule
 )
 
 // FirstStatusWithin is how soon after its creation an At must fall due for
 // its PENDING status to be skipped (the library At's value).
-const FirstStatusWithin = 10 * time.Second
+const FirstStatusWithin = atrecord.FirstStatusWithin
 
 // conflictDelay is how long a conflicting reconcile waits before it runs
 // again (the library's requeue.Policy default).
@@ -321,17 +322,17 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 		}
 	}
 	before := at.Status.DeepCopy()
-	summaryBefore := summarize(at)
+	summaryBefore := atrecord.Summarize(at)
 	after, s, err := c.advance(ctx, at)
 	switch {
 	case apierrors.IsConflict(err):
 		return quiet(err)
 	case err != nil && !errors.Is(err, errTerminal):
 		return 0, err
-	case err == nil && summaryBefore == "" && s.inProgress && firstStatusCanWait(at, after):
+	case err == nil && summaryBefore == "" && s.InProgress && atrecord.FirstStatusCanWait(at, after, time.Now()):
 		return after, nil // the next reconcile, moments away, writes the status
 	}
-	setConditions(at, s)
+	atrecord.SetConditions(at, s, time.Now())
 	at.Status.ObservedGeneration = at.Generation
 	if !reflect.DeepEqual(before, &at.Status) {
 		if werr := c.patchStatus(ctx, at, before); werr != nil {
@@ -340,7 +341,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 			}
 			return quiet(werr)
 		}
-		if summary := summarize(at); summary != summaryBefore {
+		if summary := atrecord.Summarize(at); summary != summaryBefore {
 			c.recordTransition(at, summary, s)
 		}
 	}
@@ -348,17 +349,13 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 }
 
 // state is how far along an At is, for its conditions.
-type state struct {
-	inProgress      bool
-	ready           bool
-	reason, message string
-}
+type state = atrecord.State
 
 // advance moves the At along and says where it stands.
 func (c *Controller) advance(ctx context.Context, at *atv1.At) (time.Duration, state, error) {
 	switch at.Status.Phase {
 	case atv1.PhaseDone:
-		return 0, stateOf(at), nil
+		return 0, atrecord.StateOf(at), nil
 	case atv1.PhaseRunning:
 		pod, err := c.core.CoreV1().Pods(at.Namespace).Get(ctx, at.Status.PodName, metav1.GetOptions{})
 		switch {
@@ -367,18 +364,18 @@ func (c *Controller) advance(ctx context.Context, at *atv1.At) (time.Duration, s
 		case err != nil:
 			return 0, state{}, fmt.Errorf("get pod %s: %w", at.Status.PodName, err)
 		default:
-			observe(at, pod)
+			atrecord.Observe(at, pod)
 		}
-		return 0, stateOf(at), nil
+		return 0, atrecord.StateOf(at), nil
 	}
 	when, err := time.Parse(time.RFC3339, strings.ToUpper(at.Spec.Schedule))
 	if err != nil {
 		msg := fmt.Sprintf("spec.schedule %q is not an RFC 3339 time", at.Spec.Schedule)
-		return 0, state{reason: ReasonInvalidSchedule, message: msg}, fmt.Errorf("%s: %w", msg, errTerminal)
+		return 0, state{Reason: ReasonInvalidSchedule, Message: msg}, fmt.Errorf("%s: %w", msg, errTerminal)
 	}
 	at.Status.Phase = atv1.PhasePending
 	if d := time.Until(when); d > 0 {
-		return d, stateOf(at), nil
+		return d, atrecord.StateOf(at), nil
 	}
 	pod := desiredPod(at)
 	created, err := c.core.CoreV1().Pods(at.Namespace).Create(ctx, pod, metav1.CreateOptions{FieldManager: Name})
@@ -391,67 +388,8 @@ func (c *Controller) advance(ctx context.Context, at *atv1.At) (time.Duration, s
 		return 0, state{}, fmt.Errorf("create pod %s: %w", pod.Name, err)
 	}
 	at.Status.Phase, at.Status.PodName = atv1.PhaseRunning, created.Name
-	observe(at, created)
-	return 0, stateOf(at), nil
-}
-
-// stateOf is the At's phase in terms of its conditions.
-func stateOf(at *atv1.At) state {
-	switch at.Status.Phase {
-	case atv1.PhaseRunning:
-		return state{inProgress: true, reason: ReasonPodRunning, message: fmt.Sprintf("pod %s runs the command", at.Status.PodName)}
-	case atv1.PhaseDone:
-		if at.Status.Outcome == atv1.OutcomeSucceeded {
-			return state{ready: true, reason: ReasonCommandSucceeded, message: fmt.Sprintf("pod %s ran the command successfully", at.Status.PodName)}
-		}
-		msg := fmt.Sprintf("pod %s failed or was deleted before it finished", at.Status.PodName)
-		if at.Status.ExitCode != nil {
-			msg = fmt.Sprintf("pod %s failed with exit code %d", at.Status.PodName, *at.Status.ExitCode)
-		}
-		return state{reason: ReasonCommandFailed, message: msg}
-	}
-	return state{inProgress: true, reason: ReasonScheduled, message: "the command runs at " + at.Spec.Schedule}
-}
-
-// setConditions sets the kstatus conditions of s: Reconciling and Stalled
-// only while True, Ready always.
-func setConditions(at *atv1.At, s state) {
-	set := func(t string, st metav1.ConditionStatus) {
-		meta.SetStatusCondition(&at.Status.Conditions, metav1.Condition{Type: t, Status: st, Reason: s.reason,
-			Message: s.message, ObservedGeneration: at.Generation, LastTransitionTime: metav1.NewTime(time.Now().Truncate(time.Second))})
-	}
-	switch {
-	case s.inProgress:
-		set(TypeReconciling, metav1.ConditionTrue)
-		set(TypeReady, metav1.ConditionUnknown)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeStalled)
-	case s.ready:
-		set(TypeReady, metav1.ConditionTrue)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeReconciling)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeStalled)
-	default:
-		set(TypeStalled, metav1.ConditionTrue)
-		set(TypeReady, metav1.ConditionFalse)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeReconciling)
-	}
-}
-
-// summarize names the True kstatus condition and its reason and message,
-// "" when none is True.
-func summarize(at *atv1.At) string {
-	for _, t := range []string{TypeStalled, TypeReconciling, TypeReady} {
-		if c := meta.FindStatusCondition(at.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
-			return t + "\x00" + c.Reason + "\x00" + c.Message
-		}
-	}
-	return ""
-}
-
-// firstStatusCanWait reports whether a new At's first, in-progress status
-// may wait for the requeue after asks for, moments away.
-func firstStatusCanWait(at *atv1.At, after time.Duration) bool {
-	age := time.Since(at.CreationTimestamp.Time)
-	return after > 0 && age >= 0 && age < FirstStatusWithin && after < FirstStatusWithin-age
+	atrecord.Observe(at, created)
+	return 0, atrecord.StateOf(at), nil
 }
 
 // finalize deletes a Pod still running when its At is deleted, then removes
@@ -461,7 +399,7 @@ func (c *Controller) finalize(ctx context.Context, at *atv1.At) error {
 		return nil
 	}
 	if at.Status.Phase != atv1.PhaseDone {
-		name := PodName(at)
+		name := atrecord.PodName(at)
 		err := c.core.CoreV1().Pods(at.Namespace).Delete(ctx, name, metav1.DeleteOptions{PropagationPolicy: ptr.To(metav1.DeletePropagationBackground)})
 		switch {
 		case err == nil:
@@ -583,9 +521,9 @@ func MergeDiff(before, after map[string]any) map[string]any {
 func (c *Controller) recordTransition(at *atv1.At, summary string, s state) {
 	switch {
 	case strings.HasPrefix(summary, TypeStalled+"\x00"):
-		c.record(at, nil, corev1.EventTypeWarning, s.reason, TypeStalled, s.message)
+		c.record(at, nil, corev1.EventTypeWarning, s.Reason, TypeStalled, s.Message)
 	case strings.HasPrefix(summary, TypeReady+"\x00"):
-		c.record(at, nil, corev1.EventTypeNormal, s.reason, TypeReady, s.message)
+		c.record(at, nil, corev1.EventTypeNormal, s.Reason, TypeReady, s.Message)
 	}
 }
 
@@ -634,39 +572,6 @@ func quiet(err error) (time.Duration, error) {
 	return 0, err
 }
 
-// observe moves a RUNNING At to DONE when its Pod has finished.
-func observe(at *atv1.At, pod *corev1.Pod) {
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded:
-		at.Status.Outcome = atv1.OutcomeSucceeded
-	case corev1.PodFailed:
-		at.Status.Outcome = atv1.OutcomeFailed
-	default:
-		return
-	}
-	at.Status.Phase = atv1.PhaseDone
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			code := t.ExitCode
-			at.Status.ExitCode = &code
-			break
-		}
-	}
-}
-
-// PodName is the At's one Pod, named as the library's At names it.
-func PodName(at *atv1.At) string {
-	name := at.Name
-	if len(name) > 52 {
-		name = strings.TrimRight(name[:52], ".-")
-	}
-	uid := string(at.UID)
-	if len(uid) > 8 {
-		uid = uid[:8]
-	}
-	return name + "-" + uid
-}
-
 // desiredPod is the At's Pod, controlled by the At.
 func desiredPod(at *atv1.At) *corev1.Pod {
 	image := at.Spec.Image
@@ -676,7 +581,7 @@ func desiredPod(at *atv1.At) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: at.Namespace,
-			Name:      PodName(at),
+			Name:      atrecord.PodName(at),
 			Labels:    map[string]string{AtUIDLabel: string(at.UID)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: atv1.GroupVersion.String(), Kind: "At", Name: at.Name, UID: at.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},

@@ -10,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -29,32 +28,34 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/examples/at/bench/internal/atrecord"
 )
 
 // Name is the controller's name: its field manager, event source and the
 // controller label of controller-runtime's metrics.
 const Name = "handwritten-at"
 
-// The same label, finalizer, condition types and reasons as the library's At.
+// The same label, finalizer, condition types and reasons as the library's
+// At (package atrecord).
 const (
-	AtUIDLabel          = "cnat.reconcilekit.dev/at-uid"
-	PodCleanupFinalizer = "cnat.reconcilekit.dev/pod-cleanup"
+	AtUIDLabel          = atrecord.AtUIDLabel
+	PodCleanupFinalizer = atrecord.PodCleanupFinalizer
 
-	TypeReady       = "Ready"
-	TypeReconciling = "Reconciling"
-	TypeStalled     = "Stalled"
+	TypeReady       = atrecord.TypeReady
+	TypeReconciling = atrecord.TypeReconciling
+	TypeStalled     = atrecord.TypeStalled
 
-	ReasonScheduled        = "Scheduled"
-	ReasonPodRunning       = "PodRunning"
-	ReasonCommandSucceeded = "CommandSucceeded"
-	ReasonCommandFailed    = "CommandFailed"
-	ReasonPodDeleted       = "PodDeleted"
-	ReasonInvalidSchedule  = "InvalidSchedule"
+	ReasonScheduled        = atrecord.ReasonScheduled
+	ReasonPodRunning       = atrecord.ReasonPodRunning
+	ReasonCommandSucceeded = atrecord.ReasonCommandSucceeded
+	ReasonCommandFailed    = atrecord.ReasonCommandFailed
+	ReasonPodDeleted       = atrecord.ReasonPodDeleted
+	ReasonInvalidSchedule  = atrecord.ReasonInvalidSchedule
 )
 
 // FirstStatusWithin is how soon after its creation an At must fall due for
 // its PENDING status to be skipped (the library At's value).
-const FirstStatusWithin = 10 * time.Second
+const FirstStatusWithin = atrecord.FirstStatusWithin
 
 // conflictDelay is how long a conflicting reconcile waits before it runs
 // again: long enough for the cache to catch up (requeue.Policy's default).
@@ -133,7 +134,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 	}
 	before := at.Status.DeepCopy()
-	summaryBefore := summarize(at)
+	summaryBefore := atrecord.Summarize(at)
 
 	result, state, err := r.advance(ctx, at)
 	switch {
@@ -141,7 +142,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		return quiet(err)
 	case err != nil && !isTerminal(err):
 		return ctrl.Result{}, err
-	case err == nil && summaryBefore == "" && state.inProgress && r.firstStatusCanWait(at, result):
+	case err == nil && summaryBefore == "" && state.InProgress && r.firstStatusCanWait(at, result):
 		return result, nil // the next reconcile, moments away, writes the status
 	}
 	r.setConditions(at, state)
@@ -153,7 +154,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 			}
 			return quiet(werr)
 		}
-		if after := summarize(at); after != summaryBefore {
+		if after := atrecord.Summarize(at); after != summaryBefore {
 			r.recordTransition(at, after, state)
 		}
 	}
@@ -161,19 +162,14 @@ func (r *Reconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 }
 
 // state is how far along an At is, for its conditions.
-type state struct {
-	inProgress bool
-	// ready is true when the command succeeded; otherwise a DONE At stalled.
-	ready           bool
-	reason, message string
-}
+type state = atrecord.State
 
 // advance moves the At along and says where it stands. A schedule that
 // cannot be parsed is a terminal error, reported on the conditions.
 func (r *Reconciler) advance(ctx context.Context, at *atv1.At) (ctrl.Result, state, error) {
 	switch at.Status.Phase {
 	case atv1.PhaseDone:
-		return ctrl.Result{}, stateOf(at), nil
+		return ctrl.Result{}, atrecord.StateOf(at), nil
 	case atv1.PhaseRunning:
 		pod := &corev1.Pod{}
 		err := r.Client.Get(ctx, client.ObjectKey{Namespace: at.Namespace, Name: at.Status.PodName}, pod)
@@ -183,18 +179,18 @@ func (r *Reconciler) advance(ctx context.Context, at *atv1.At) (ctrl.Result, sta
 		case err != nil:
 			return ctrl.Result{}, state{}, fmt.Errorf("get pod %s: %w", at.Status.PodName, err)
 		default:
-			observe(at, pod)
+			atrecord.Observe(at, pod)
 		}
-		return ctrl.Result{}, stateOf(at), nil
+		return ctrl.Result{}, atrecord.StateOf(at), nil
 	}
 	when, err := time.Parse(time.RFC3339, strings.ToUpper(at.Spec.Schedule))
 	if err != nil {
 		msg := fmt.Sprintf("spec.schedule %q is not an RFC 3339 time", at.Spec.Schedule)
-		return ctrl.Result{}, state{reason: ReasonInvalidSchedule, message: msg}, reconcile.TerminalError(fmt.Errorf("%s: %w", msg, err))
+		return ctrl.Result{}, state{Reason: ReasonInvalidSchedule, Message: msg}, reconcile.TerminalError(fmt.Errorf("%s: %w", msg, err))
 	}
 	at.Status.Phase = atv1.PhasePending
 	if d := when.Sub(r.now()); d > 0 {
-		return ctrl.Result{RequeueAfter: d}, stateOf(at), nil
+		return ctrl.Result{RequeueAfter: d}, atrecord.StateOf(at), nil
 	}
 	pod := desiredPod(at)
 	if err := controllerutil.SetControllerReference(at, pod, r.Scheme); err != nil {
@@ -211,60 +207,14 @@ func (r *Reconciler) advance(ctx context.Context, at *atv1.At) (ctrl.Result, sta
 	}
 	log.FromContext(ctx).Info("pod created", "pod", pod.Name)
 	at.Status.Phase, at.Status.PodName = atv1.PhaseRunning, pod.Name
-	observe(at, pod)
-	return ctrl.Result{}, stateOf(at), nil
+	atrecord.Observe(at, pod)
+	return ctrl.Result{}, atrecord.StateOf(at), nil
 }
 
-// stateOf is the At's phase in terms of its conditions.
-func stateOf(at *atv1.At) state {
-	switch at.Status.Phase {
-	case atv1.PhaseRunning:
-		return state{inProgress: true, reason: ReasonPodRunning, message: fmt.Sprintf("pod %s runs the command", at.Status.PodName)}
-	case atv1.PhaseDone:
-		if at.Status.Outcome == atv1.OutcomeSucceeded {
-			return state{ready: true, reason: ReasonCommandSucceeded, message: fmt.Sprintf("pod %s ran the command successfully", at.Status.PodName)}
-		}
-		msg := fmt.Sprintf("pod %s failed or was deleted before it finished", at.Status.PodName)
-		if at.Status.ExitCode != nil {
-			msg = fmt.Sprintf("pod %s failed with exit code %d", at.Status.PodName, *at.Status.ExitCode)
-		}
-		return state{reason: ReasonCommandFailed, message: msg}
-	}
-	return state{inProgress: true, reason: ReasonScheduled, message: "the command runs at " + at.Spec.Schedule}
-}
-
-// setConditions writes the kstatus conditions of s: Reconciling and Stalled
-// only while True, Ready always.
+// setConditions writes the kstatus conditions of s (atrecord.SetConditions)
+// at the Reconciler's time.
 func (r *Reconciler) setConditions(at *atv1.At, s state) {
-	set := func(t string, st metav1.ConditionStatus) {
-		meta.SetStatusCondition(&at.Status.Conditions, metav1.Condition{Type: t, Status: st, Reason: s.reason,
-			Message: s.message, ObservedGeneration: at.Generation, LastTransitionTime: metav1.NewTime(r.now().Truncate(time.Second))})
-	}
-	switch {
-	case s.inProgress:
-		set(TypeReconciling, metav1.ConditionTrue)
-		set(TypeReady, metav1.ConditionUnknown)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeStalled)
-	case s.ready:
-		set(TypeReady, metav1.ConditionTrue)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeReconciling)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeStalled)
-	default:
-		set(TypeStalled, metav1.ConditionTrue)
-		set(TypeReady, metav1.ConditionFalse)
-		meta.RemoveStatusCondition(&at.Status.Conditions, TypeReconciling)
-	}
-}
-
-// summarize names the True kstatus condition and its reason and message,
-// "" when none is True.
-func summarize(at *atv1.At) string {
-	for _, t := range []string{TypeStalled, TypeReconciling, TypeReady} {
-		if c := meta.FindStatusCondition(at.Status.Conditions, t); c != nil && c.Status == metav1.ConditionTrue {
-			return t + "\x00" + c.Reason + "\x00" + c.Message
-		}
-	}
-	return ""
+	atrecord.SetConditions(at, s, r.now())
 }
 
 // recordTransition records a Normal event when the At became Ready and a
@@ -275,17 +225,16 @@ func (r *Reconciler) recordTransition(at *atv1.At, summary string, s state) {
 	}
 	switch {
 	case strings.HasPrefix(summary, TypeStalled+"\x00"):
-		r.Recorder.Eventf(at, nil, corev1.EventTypeWarning, s.reason, TypeStalled, "%s", s.message)
+		r.Recorder.Eventf(at, nil, corev1.EventTypeWarning, s.Reason, TypeStalled, "%s", s.Message)
 	case strings.HasPrefix(summary, TypeReady+"\x00"):
-		r.Recorder.Eventf(at, nil, corev1.EventTypeNormal, s.reason, TypeReady, "%s", s.message)
+		r.Recorder.Eventf(at, nil, corev1.EventTypeNormal, s.Reason, TypeReady, "%s", s.Message)
 	}
 }
 
 // firstStatusCanWait reports whether a new At's first, in-progress status
 // may wait for the requeue result asks for, moments away.
 func (r *Reconciler) firstStatusCanWait(at *atv1.At, result ctrl.Result) bool {
-	age := r.now().Sub(at.CreationTimestamp.Time)
-	return result.RequeueAfter > 0 && age >= 0 && age < FirstStatusWithin && result.RequeueAfter < FirstStatusWithin-age
+	return atrecord.FirstStatusCanWait(at, result.RequeueAfter, r.now())
 }
 
 // finalize deletes a Pod still running when its At is deleted, then removes
@@ -295,7 +244,7 @@ func (r *Reconciler) finalize(ctx context.Context, at *atv1.At) (ctrl.Result, er
 		return ctrl.Result{}, nil
 	}
 	if at.Status.Phase != atv1.PhaseDone {
-		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: at.Namespace, Name: PodName(at)}}
+		pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: at.Namespace, Name: atrecord.PodName(at)}}
 		err := r.Client.Delete(ctx, pod, client.PropagationPolicy(metav1.DeletePropagationBackground))
 		switch {
 		case err == nil:
@@ -335,39 +284,6 @@ func (r *Reconciler) now() time.Time {
 	return time.Now()
 }
 
-// observe moves a RUNNING At to DONE when its Pod has finished.
-func observe(at *atv1.At, pod *corev1.Pod) {
-	switch pod.Status.Phase {
-	case corev1.PodSucceeded:
-		at.Status.Outcome = atv1.OutcomeSucceeded
-	case corev1.PodFailed:
-		at.Status.Outcome = atv1.OutcomeFailed
-	default:
-		return
-	}
-	at.Status.Phase = atv1.PhaseDone
-	for _, cs := range pod.Status.ContainerStatuses {
-		if t := cs.State.Terminated; t != nil {
-			code := t.ExitCode
-			at.Status.ExitCode = &code
-			break
-		}
-	}
-}
-
-// PodName is the At's one Pod, named as the library's At names it.
-func PodName(at *atv1.At) string {
-	name := at.Name
-	if len(name) > 52 {
-		name = strings.TrimRight(name[:52], ".-")
-	}
-	uid := string(at.UID)
-	if len(uid) > 8 {
-		uid = uid[:8]
-	}
-	return name + "-" + uid
-}
-
 func desiredPod(at *atv1.At) *corev1.Pod {
 	image := at.Spec.Image
 	if image == "" {
@@ -376,7 +292,7 @@ func desiredPod(at *atv1.At) *corev1.Pod {
 	return &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: at.Namespace,
-			Name:      PodName(at),
+			Name:      atrecord.PodName(at),
 			Labels:    map[string]string{AtUIDLabel: string(at.UID)},
 		},
 		Spec: corev1.PodSpec{
@@ -389,3 +305,6 @@ func desiredPod(at *atv1.At) *corev1.Pod {
 		},
 	}
 }
+
+// PodName is the At's one Pod, named as the library's At names it.
+func PodName(at *atv1.At) string { return atrecord.PodName(at) }
