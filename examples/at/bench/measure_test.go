@@ -493,6 +493,12 @@ type plan struct {
 	// controller in the first round of the first scenario, profileFor long.
 	profiles   string
 	profileFor time.Duration
+	// beside runs each trial, the sharded scenario and the write costs
+	// side by side, each on a control plane of its own, when compare is
+	// given a *testing.T: for a test that checks counts and never times
+	// (the smoke). A benchmark runs them one after the other on one plane,
+	// so that no figure shares the machine with another measurement.
+	beside bool
 	// memory adds the controllers of issue 38's memory comparison (the
 	// bare client-go floor, the At without its cache diet) to every
 	// one-instant trial, in its first memoryRounds rounds (0: every round).
@@ -562,10 +568,11 @@ type comparison struct {
 // writeCostRounds is how many times each kind of write is measured.
 const writeCostRounds = 2
 
-// compare builds the controllers, starts an audited control plane and
-// measures every controller of every trial, round after round. The order
-// rotates from one round (and one trial) to the next, so that no controller
-// always meets the warmer, or fuller, API server.
+// compare builds the controllers, starts an audited control plane (one per
+// trial and scenario with plan.beside) and measures every controller of
+// every trial, round after round. The order rotates from one round (and
+// one trial) to the next, so that no controller always meets the warmer,
+// or fuller, API server.
 func compare(tb testing.TB, pn plan) comparison {
 	tb.Helper()
 	if pn.profiles != "" {
@@ -574,35 +581,46 @@ func compare(tb testing.TB, pn plan) comparison {
 		}
 	}
 	bins := buildBinaries(tb, pn.profiles != "")
+	cmp := comparison{plan: pn, atPprof: bins.atPprof}
+	trials := pn.trials()
+	if t, ok := tb.(*testing.T); ok && pn.beside {
+		// Each part writes its own field (or element) of cmp; t.Run
+		// returns once every part has ended.
+		cmp.trials = make([]trial, len(trials))
+		t.Run("beside", func(t *testing.T) {
+			for i, tr := range trials {
+				t.Run(tr.sc.String(), func(t *testing.T) {
+					t.Parallel()
+					pl := startPlane(t)
+					if i == 0 {
+						cmp.serverVersion = discoverVersion(t, pl)
+					}
+					cmp.trials[i] = runTrial(t, pl, bins, pn, i, tr)
+				})
+			}
+			if pn.sharded > 0 {
+				t.Run("sharded", func(t *testing.T) {
+					t.Parallel()
+					st := measureShardedTrial(t, startPlane(t), bins, pn.sharded, pn.pace)
+					cmp.sharded = &st
+				})
+			}
+			if pn.writeCostN > 0 {
+				t.Run("write costs", func(t *testing.T) {
+					t.Parallel()
+					cmp.writeCosts = measureWriteCosts(t, startPlane(t), pn.writeCostN, writeCostRounds)
+				})
+			}
+		})
+		if t.Failed() {
+			t.FailNow()
+		}
+		return cmp
+	}
 	pl := startPlane(tb)
-	cmp := comparison{plan: pn, atPprof: bins.atPprof, serverVersion: discoverVersion(tb, pl)}
-	for i, t := range pn.trials() {
-		var cleanup func()
-		if t.sc.unrelated > 0 {
-			cleanup = createUnrelated(tb, pl, t.sc.unrelated)
-		}
-		for r := range t.nRounds {
-			kinds := t.kinds
-			if pn.memoryRounds > 0 && r >= pn.memoryRounds {
-				kinds = slices.DeleteFunc(slices.Clone(kinds), func(k kind) bool { return slices.Contains(memoryKinds, k) })
-			}
-			shift := (i + r) % len(kinds)
-			rd := round{order: append(slices.Clone(kinds[shift:]), kinds[:shift]...), runs: map[kind]*run{}}
-			for _, k := range rd.order {
-				s := t.sc
-				if i == 0 && r == 0 && pn.profiles != "" {
-					s.profile = filepath.Join(pn.profiles, fmt.Sprintf("%s.cpu.pprof", k))
-					s.profileFor = pn.profileFor
-				}
-				tb.Logf("%s, round %d of %d: %s", k, r+1, t.nRounds, s)
-				rd.runs[k] = measure(tb, pl, bins, k, s)
-			}
-			t.rounds = append(t.rounds, rd)
-		}
-		if cleanup != nil {
-			cleanup()
-		}
-		cmp.trials = append(cmp.trials, t)
+	cmp.serverVersion = discoverVersion(tb, pl)
+	for i, t := range trials {
+		cmp.trials = append(cmp.trials, runTrial(tb, pl, bins, pn, i, t))
 	}
 	if pn.sharded > 0 {
 		tb.Logf("sharded: %d Ats at one instant, one replica, then %d replicas over %d ranges", pn.sharded, shardedReplicas, shardRanges)
@@ -614,6 +632,35 @@ func compare(tb testing.TB, pn plan) comparison {
 		cmp.writeCosts = measureWriteCosts(tb, pl, pn.writeCostN, writeCostRounds)
 	}
 	return cmp
+}
+
+// runTrial runs every round of trial t, the i-th of plan pn, on pl: each
+// round measures its controllers one after the other, in an order shifted
+// by one per trial and round, so that no controller always goes first.
+func runTrial(tb testing.TB, pl *plane, bins binaries, pn plan, i int, t trial) trial {
+	tb.Helper()
+	if t.sc.unrelated > 0 {
+		defer createUnrelated(tb, pl, t.sc.unrelated)()
+	}
+	for r := range t.nRounds {
+		kinds := t.kinds
+		if pn.memoryRounds > 0 && r >= pn.memoryRounds {
+			kinds = slices.DeleteFunc(slices.Clone(kinds), func(k kind) bool { return slices.Contains(memoryKinds, k) })
+		}
+		shift := (i + r) % len(kinds)
+		rd := round{order: append(slices.Clone(kinds[shift:]), kinds[:shift]...), runs: map[kind]*run{}}
+		for _, k := range rd.order {
+			s := t.sc
+			if i == 0 && r == 0 && pn.profiles != "" {
+				s.profile = filepath.Join(pn.profiles, fmt.Sprintf("%s.cpu.pprof", k))
+				s.profileFor = pn.profileFor
+			}
+			tb.Logf("%s, round %d of %d: %s", k, r+1, t.nRounds, s)
+			rd.runs[k] = measure(tb, pl, bins, k, s)
+		}
+		t.rounds = append(t.rounds, rd)
+	}
+	return t
 }
 
 // has reports whether the trial measured controller k.
@@ -848,7 +895,10 @@ func (t trial) table(rd round) *bench.Table {
 // resyncing DONE Ats for the controllers that record conditions, at most
 // one write per At more than the naive controller from creation to DONE
 // leaving events aside, the sharded replicas each holding their share and
-// caching each At and Pod once between them, and the report renders.
+// caching each At and Pod once between them, and the report renders. It
+// checks no figure that depends on the machine's load: its trials, the
+// sharded scenario and the write costs run side by side, each on a
+// control plane of its own (plan.beside).
 func TestSideBySideSmoke(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the controllers and starts a control plane of its own")
@@ -861,7 +911,7 @@ func TestSideBySideSmoke(t *testing.T) {
 	const writeCostN = 20
 	const shardedN = 60
 	cmp := compare(t, plan{sizes: []int{20}, workers: []int{4}, rounds: []int{2}, spreadN: 20, spread: 3 * time.Second,
-		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN, memory: true, memoryRounds: 1})
+		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN, memory: true, memoryRounds: 1, beside: true})
 	if len(cmp.writeCosts) != len(writeKinds()) {
 		t.Errorf("%d kinds of write measured, want %d", len(cmp.writeCosts), len(writeKinds()))
 	}
