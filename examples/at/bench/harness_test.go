@@ -101,7 +101,7 @@ func (k kind) controllerName() string {
 var managerMu sync.Mutex
 
 // planeMu serialises the two scenarios that load a control plane of their
-// own hardest: the sharded audit proof (3,000 Ats, then 1,000) and the API
+// own hardest: the sharded audit proof (run twice) and the API
 // server restarts. Each runs beside the smoke and the tests that run
 // managers in this process, not beside the other: the restarts kill a
 // kube-apiserver that has not stopped 2 s after SIGTERM (every one does
