@@ -242,8 +242,12 @@ func TestRolloutKeepsTheParentReconcilingUntilAvailable(t *testing.T) {
 			if err := env.WaitForCondition(ctx, w, status.TypeReady, metav1.ConditionTrue); err != nil {
 				t.Fatal(err)
 			}
-			if n := rec.checkReadyOnlyOnCurrent(t, 1, "nginx:1.27"); n == 0 {
-				t.Error("no Ready version of the Widget recorded at generation 1")
+			// The recorder's watch may not have seen yet the version the
+			// client's wait did: wait for it, as for generation 2 below.
+			if err := env.WaitFor(ctx, w, "the recorder to see Ready at generation 1", func() bool {
+				return rec.checkReadyOnlyOnCurrent(t, 1, "nginx:1.27") > 0
+			}); err != nil {
+				t.Fatal(err)
 			}
 
 			// Converged: a resync reconciles the Widget and writes nothing.

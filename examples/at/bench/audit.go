@@ -137,7 +137,11 @@ func ParseAuditLine(line []byte) (AuditRequest, error) {
 // ReadAudit reads audit lines from r and returns one AuditRequest per
 // request (per audit ID: a watch logs a line when it starts and another
 // when it ends; the first is kept, with the last line's code when it has
-// one), in the order their first line appears. keep, when not nil, selects
+// one), in the order their first line appears. A RequestReceived line,
+// logged before the request is handled, gives way to the request's next
+// line, which carries what handling it found (a created object's name, the
+// Lease sent); a request with no line after it (the server stopped with it
+// in flight) is returned as received, with no code. keep, when not nil, selects
 // the requests to return. An incomplete last line (a log still being
 // written) is not an error: it is left unread, and ReadAudit returns how
 // many bytes it consumed, so that a caller following a growing log can
@@ -168,7 +172,10 @@ func ReadAudit(r io.Reader, keep func(AuditRequest) bool) ([]AuditRequest, int64
 			continue
 		}
 		if i, ok := index[req.ID]; ok {
-			if req.Code != 0 {
+			switch {
+			case out[i].Stage == stageRequestReceived && req.Stage != stageRequestReceived:
+				out[i] = req
+			case req.Code != 0:
 				out[i].Code = req.Code
 			}
 			continue
@@ -177,6 +184,10 @@ func ReadAudit(r io.Reader, keep func(AuditRequest) bool) ([]AuditRequest, int64
 		out = append(out, req)
 	}
 }
+
+// stageRequestReceived is the audit stage logged as a request arrives,
+// before it is handled.
+const stageRequestReceived = "RequestReceived"
 
 // RequestClass sorts a controller's requests by what sent them.
 type RequestClass string

@@ -310,3 +310,32 @@ func FuzzParseProcStat(f *testing.F) {
 		}
 	})
 }
+
+// Lines logged as requests arrive (a policy that does not omit the stage
+// RequestReceived): no code yet, no Lease sent, and a create's objectRef
+// without the name handling finds in the object.
+const (
+	auditLeaseCreateReceived = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Request","auditID":"7edb74e1-0691-4dbc-9a87-e80824a6fcf5","stage":"RequestReceived","requestURI":"/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases","verb":"create","user":{"username":"sharded-x"},"objectRef":{"resource":"leases","namespace":"bench-leases","apiGroup":"coordination.k8s.io","apiVersion":"v1"},"requestReceivedTimestamp":"2026-11-25T13:35:33.966107Z","stageTimestamp":"2026-11-25T13:35:33.966107Z"}`
+	auditPatchReceivedOnly   = `{"kind":"Event","apiVersion":"audit.k8s.io/v1","level":"Metadata","auditID":"0e0e","stage":"RequestReceived","requestURI":"/apis/cnat.reconcilekit.dev/v1alpha1/namespaces/n/ats/a","verb":"patch","user":{"username":"sharded-x"},"objectRef":{"resource":"ats","namespace":"n","name":"a","apiGroup":"cnat.reconcilekit.dev","apiVersion":"v1alpha1"},"requestReceivedTimestamp":"2026-11-25T13:35:34Z","stageTimestamp":"2026-11-25T13:35:34Z"}`
+)
+
+func TestReadAuditTakesTheHandledLineOverRequestReceived(t *testing.T) {
+	log := auditLeaseCreateReceived + "\n" + auditPatchReceivedOnly + "\n" + auditLeaseCreate + "\n"
+	reqs, _, err := bench.ReadAudit(strings.NewReader(log), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2: %+v", len(reqs), reqs)
+	}
+	lease, patch := reqs[0], reqs[1]
+	if lease.Stage != "ResponseComplete" || lease.Name != "at-1-of-2" || lease.Code != 201 || lease.Holder == nil || *lease.Holder != "vm_er65ywej9jtc" {
+		t.Errorf("the Lease create: stage %q, name %q, code %d, holder %v; want the handled line's ResponseComplete, at-1-of-2, 201, vm_er65ywej9jtc",
+			lease.Stage, lease.Name, lease.Code, lease.Holder)
+	}
+	// A request the server never finished logging: received, no code, an
+	// outcome nobody knows.
+	if patch.Stage != "RequestReceived" || patch.Target() != "patch ats" || patch.Code != 0 {
+		t.Errorf("the patch received only: stage %q, target %q, code %d; want RequestReceived, patch ats, 0", patch.Stage, patch.Target(), patch.Code)
+	}
+}

@@ -43,6 +43,12 @@ const controllerGroup = "bench:controllers"
 // requests for Leases are logged at level Request: a Lease write then
 // carries the Lease sent, whose spec.holderIdentity says who holds it (the
 // sharded test reconstructs from it which replica held which range when).
+//
+// Only each request's last stage is logged (ResponseComplete; a watch's
+// ResponseStarted too): a request logs its line once it has been handled.
+// A kube-apiserver killed in the middle of a request may have applied it
+// without logging that line; startPlaneReceived logs RequestReceived too,
+// so that such a request is in the log with no code (see mayHaveApplied).
 const auditPolicy = `apiVersion: audit.k8s.io/v1
 kind: Policy
 omitStages: ["RequestReceived"]
@@ -90,6 +96,21 @@ func startPlane(tb testing.TB) *plane {
 // startPlaneGated is startPlane with the sharding gate on or off: off, the
 // API server ignores a ShardSelector, as managed control planes do.
 func startPlaneGated(tb testing.TB, gated bool) *plane {
+	tb.Helper()
+	return startPlaneWith(tb, gated, auditPolicy)
+}
+
+// startPlaneReceived is startPlane with every controller request logged
+// when it is received too, not only once handled: for a test that kills
+// kube-apiserver with requests in flight (see auditPolicy). ReadAudit keeps
+// one request per audit ID, with the code of its last line: one whose
+// last line never came has none.
+func startPlaneReceived(tb testing.TB) *plane {
+	tb.Helper()
+	return startPlaneWith(tb, true, strings.Replace(auditPolicy, `omitStages: ["RequestReceived"]`+"\n", "", 1))
+}
+
+func startPlaneWith(tb testing.TB, gated bool, auditPolicy string) *plane {
 	tb.Helper()
 	assets, err := testenv.FindAssets()
 	if err != nil {
