@@ -107,10 +107,16 @@ func startPlaneGated(tb testing.TB, gated bool) *plane {
 // last line never came has none.
 func startPlaneReceived(tb testing.TB) *plane {
 	tb.Helper()
-	return startPlaneWith(tb, true, strings.Replace(auditPolicy, `omitStages: ["RequestReceived"]`+"\n", "", 1))
+	policy := strings.Replace(auditPolicy, `omitStages: ["RequestReceived"]`+"\n", "", 1)
+	if policy == auditPolicy {
+		tb.Fatal("auditPolicy no longer omits RequestReceived in the form startPlaneReceived removes")
+	}
+	return startPlaneWith(tb, true, policy)
 }
 
-func startPlaneWith(tb testing.TB, gated bool, auditPolicy string) *plane {
+// startPlaneWith starts a plane with the gate on or off whose API server
+// audits with the policy given (see auditPolicy).
+func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 	tb.Helper()
 	assets, err := testenv.FindAssets()
 	if err != nil {
@@ -118,7 +124,7 @@ func startPlaneWith(tb testing.TB, gated bool, auditPolicy string) *plane {
 	}
 	dir := tb.TempDir()
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(policyYAML), 0o600); err != nil {
 		tb.Fatal(err)
 	}
 	p := &plane{dir: dir, auditLog: filepath.Join(dir, "audit.log")}
