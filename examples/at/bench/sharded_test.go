@@ -339,6 +339,9 @@ func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
 	// the tests of managers in this process (see parallelTests), not beside
 	// the API server restarts (see planeMu). The two gates run one after the
 	// other: each keeps about a core busy.
+	if *proofN < 2 {
+		t.Fatalf("-at.proof.n=%d: the proof needs at least 2 Ats, to spread their schedules", *proofN)
+	}
 	t.Parallel()
 	lockPlane(t)
 	t.Run("gate off", func(t *testing.T) { testShardedAts(t, false, *proofN) })
