@@ -33,28 +33,6 @@ import (
 // controller, and the controller label of its metrics.
 const Name = "bare-at"
 
-// The same label, finalizer, condition types and reasons as the library's
-// At (package atrecord).
-const (
-	AtUIDLabel          = atrecord.AtUIDLabel
-	PodCleanupFinalizer = atrecord.PodCleanupFinalizer
-
-	TypeReady       = atrecord.TypeReady
-	TypeReconciling = atrecord.TypeReconciling
-	TypeStalled     = atrecord.TypeStalled
-
-	ReasonScheduled        = atrecord.ReasonScheduled
-	ReasonPodRunning       = atrecord.ReasonPodRunning
-	ReasonCommandSucceeded = atrecord.ReasonCommandSucceeded
-	ReasonCommandFailed    = atrecord.ReasonCommandFailed
-	ReasonPodDeleted       = atrecord.ReasonPodDeleted
-	ReasonInvalidSchedule  = atrecord.ReasonInvalidSchedule
-)
-
-// FirstStatusWithin is how soon after its creation an At must fall due for
-// its PENDING status to be skipped (the library At's value).
-const FirstStatusWithin = atrecord.FirstStatusWithin
-
 // conflictDelay is how long a conflicting reconcile waits before it runs
 // again (the library's requeue.Policy default).
 const conflictDelay = 100 * time.Millisecond
@@ -236,7 +214,7 @@ func (c *Controller) watchAts(ctx context.Context) {
 // watchPods enqueues a Pod's At when the Pod is first seen finished, and
 // when it is gone.
 func (c *Controller) watchPods(ctx context.Context) {
-	opts := metav1.ListOptions{LabelSelector: AtUIDLabel}
+	opts := metav1.ListOptions{LabelSelector: atrecord.AtUIDLabel}
 	list := func(ctx context.Context) (runtime.Object, error) {
 		return c.core.CoreV1().Pods(c.Namespace).List(ctx, opts)
 	}
@@ -317,7 +295,7 @@ func (c *Controller) reconcile(ctx context.Context, key types.NamespacedName) (t
 		return quiet(c.finalize(ctx, at))
 	}
 	if !hasFinalizer(at) {
-		if err := c.patchFinalizers(ctx, at, append(append([]string(nil), at.Finalizers...), PodCleanupFinalizer)); err != nil {
+		if err := c.patchFinalizers(ctx, at, append(append([]string(nil), at.Finalizers...), atrecord.PodCleanupFinalizer)); err != nil {
 			return quiet(err)
 		}
 	}
@@ -371,7 +349,7 @@ func (c *Controller) advance(ctx context.Context, at *atv1.At) (time.Duration, s
 	when, err := time.Parse(time.RFC3339, strings.ToUpper(at.Spec.Schedule))
 	if err != nil {
 		msg := fmt.Sprintf("spec.schedule %q is not an RFC 3339 time", at.Spec.Schedule)
-		return 0, state{Reason: ReasonInvalidSchedule, Message: msg}, fmt.Errorf("%s: %w", msg, errTerminal)
+		return 0, state{Reason: atrecord.ReasonInvalidSchedule, Message: msg}, fmt.Errorf("%s: %w", msg, errTerminal)
 	}
 	at.Status.Phase = atv1.PhasePending
 	if d := time.Until(when); d > 0 {
@@ -404,14 +382,14 @@ func (c *Controller) finalize(ctx context.Context, at *atv1.At) error {
 		switch {
 		case err == nil:
 			pod := &corev1.ObjectReference{Kind: "Pod", APIVersion: "v1", Namespace: at.Namespace, Name: name}
-			c.record(at, pod, corev1.EventTypeNormal, ReasonPodDeleted, "Finalize", "deleted pod "+name)
+			c.record(at, pod, corev1.EventTypeNormal, atrecord.ReasonPodDeleted, "Finalize", "deleted pod "+name)
 		case !apierrors.IsNotFound(err):
 			return fmt.Errorf("delete pod %s: %w", name, err)
 		}
 	}
 	var kept []string
 	for _, f := range at.Finalizers {
-		if f != PodCleanupFinalizer {
+		if f != atrecord.PodCleanupFinalizer {
 			kept = append(kept, f)
 		}
 	}
@@ -424,7 +402,7 @@ func (c *Controller) finalize(ctx context.Context, at *atv1.At) error {
 
 func hasFinalizer(at *atv1.At) bool {
 	for _, f := range at.Finalizers {
-		if f == PodCleanupFinalizer {
+		if f == atrecord.PodCleanupFinalizer {
 			return true
 		}
 	}
@@ -520,10 +498,10 @@ func MergeDiff(before, after map[string]any) map[string]any {
 // Warning when it stalled.
 func (c *Controller) recordTransition(at *atv1.At, summary string, s state) {
 	switch {
-	case strings.HasPrefix(summary, TypeStalled+"\x00"):
-		c.record(at, nil, corev1.EventTypeWarning, s.Reason, TypeStalled, s.Message)
-	case strings.HasPrefix(summary, TypeReady+"\x00"):
-		c.record(at, nil, corev1.EventTypeNormal, s.Reason, TypeReady, s.Message)
+	case strings.HasPrefix(summary, atrecord.TypeStalled+"\x00"):
+		c.record(at, nil, corev1.EventTypeWarning, s.Reason, atrecord.TypeStalled, s.Message)
+	case strings.HasPrefix(summary, atrecord.TypeReady+"\x00"):
+		c.record(at, nil, corev1.EventTypeNormal, s.Reason, atrecord.TypeReady, s.Message)
 	}
 }
 
@@ -582,7 +560,7 @@ func desiredPod(at *atv1.At) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{
 			Namespace: at.Namespace,
 			Name:      atrecord.PodName(at),
-			Labels:    map[string]string{AtUIDLabel: string(at.UID)},
+			Labels:    map[string]string{atrecord.AtUIDLabel: string(at.UID)},
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: atv1.GroupVersion.String(), Kind: "At", Name: at.Name, UID: at.UID,
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true)}},
 		},
