@@ -128,6 +128,16 @@ func TestAPIServerCacheDelayStaleReadAfterUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the cache never caught up: reads %q, want v3", read())
 	}
+	// The informer updates its store before it calls the handlers: the
+	// read above can see v3 before the handler has been told of it.
+	handled := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(seen)
+	}
+	_ = wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, bound, true, func(context.Context) (bool, error) {
+		return handled() >= 2, nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if diff := cmp.Diff([]string{"v2", "v3"}, seen); diff != "" {

@@ -162,6 +162,23 @@ func reconciles(t *testing.T) float64 {
 	return total
 }
 
+// settledReconciles waits until the "at" controller's reconcile count has
+// not changed for quiet (at most 30 s) and returns it.
+func settledReconciles(t *testing.T, quiet time.Duration) float64 {
+	t.Helper()
+	last, since := reconciles(t), time.Now()
+	err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, false, func(context.Context) (bool, error) {
+		if n := reconciles(t); n != last {
+			last, since = n, time.Now()
+		}
+		return time.Since(since) >= quiet, nil
+	})
+	if err != nil {
+		t.Fatalf("the at controller kept reconciling (%v so far): %v", last, err)
+	}
+	return last
+}
+
 func label(m *dto.Metric, name string) string {
 	for _, l := range m.GetLabel() {
 		if l.GetName() == name {
@@ -468,7 +485,11 @@ func TestAnUnparsableScheduleStallsOnceWithAWarningAndNoRetries(t *testing.T) {
 	if !strings.Contains(cond.Message, "spec.schedule") {
 		t.Errorf("Stalled message %q does not name spec.schedule", cond.Message)
 	}
-	before := reconciles(t)
+	// A reconcile that read the At from a lagging cache before it stalled
+	// has asked for a quiet requeue (100 ms, growing with each conflict),
+	// which may fire after the client saw Stalled: let it run first. It
+	// retries nothing; it finds the At stalled and writes nothing.
+	before := settledReconciles(t, time.Second)
 	time.Sleep(3 * time.Second) // long enough for several backoff retries, were there any
 	if after := reconciles(t); after != before {
 		t.Errorf("reconciles went from %v to %v after the At stalled: want no retries", before, after)
