@@ -199,7 +199,7 @@ func runRestarts(t *testing.T, pl *plane, api *restart.APIServer, bins binaries,
 			}
 		}
 	}
-	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, check)
+	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, podList.Items, check)
 	fenced.report(t)
 	once := problems{what: what + ": each At: one Pod create, one finalizer patch, at most one status write per phase"}
 	for _, at := range atList.Items {

@@ -1,6 +1,7 @@
 package bench_test
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -15,8 +16,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
@@ -486,7 +489,7 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	// Each At's and each Pod's writes: how many, by whom, when; each
 	// received while its writer held the At's range.
 	fenced := problems{what: "every write to an At or its Pod received while its writer held the At's range"}
-	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, func(r bench.AuditRequest, at string) {
+	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, podList.Items, func(r bench.AuditRequest, at string) {
 		rng := rangeOf[at]
 		if _, ok := heldBy(hs, rangeLease(rng, shardRanges), r.User, r.Received); !ok {
 			fenced.add("%s: %s %s of At %s (range %d) at %s (%d), without holding %s", r.User, r.Target(), r.Name, at, rng,
@@ -629,7 +632,12 @@ type atWrites struct {
 // called on each; a write to an At or Pod that is none of them fails the
 // test. It returns the writes by At, the accepted ones by target in all,
 // and those of unknown outcome.
-func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv1.At, check func(r bench.AuditRequest, at string)) (map[string]*atWrites, map[string]int, []string) {
+//
+// A create logged only as received names no object (the API server learns
+// the name from the body, after that line): such Pod creates in ns are
+// given to the Ats whose Pod (one of pods) has no create in the log, see
+// unnamedCreates.
+func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv1.At, pods []corev1.Pod, check func(r bench.AuditRequest, at string)) (map[string]*atWrites, map[string]int, []string) {
 	t.Helper()
 	isAt := map[string]bool{}
 	podAt := map[string]string{}
@@ -641,7 +649,36 @@ func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv
 	perTarget := map[string]int{}
 	var unknownOutcome []string
 	unknown := problems{what: "every write to an At or a Pod is to one of the test's Ats or their Pods"}
+	var unnamed []bench.AuditRequest
+	add := func(name string, r bench.AuditRequest) {
+		w := writes[name]
+		if w == nil {
+			w = &atWrites{counts: map[string]writeCount{}, users: map[string]bool{}}
+			writes[name] = w
+		}
+		w.all = append(w.all, fmt.Sprintf("%s→%s %s %s %s %d", stamp(r.Received), stamp(r.Staged), r.User, r.Target(), cmp.Or(r.Name, "(unnamed)"), r.Code))
+		if !mayHaveApplied(r) {
+			return
+		}
+		c := w.counts[r.Target()]
+		if r.Accepted() {
+			c.accepted++
+			perTarget[r.Target()]++
+		} else {
+			c.unknown++
+			unknownOutcome = append(unknownOutcome, fmt.Sprintf("%s %s %s at %s: %d", r.User, r.Target(), cmp.Or(r.Name, "(unnamed)"), stamp(r.Received), r.Code))
+		}
+		w.counts[r.Target()] = c
+		w.users[r.User] = true
+		if check != nil {
+			check(r, name)
+		}
+	}
 	for _, r := range reqs {
+		if r.Resource == "pods" && r.Name == "" && r.Verb == "create" && r.Namespace == ns && !r.Accepted() && mayHaveApplied(r) {
+			unnamed = append(unnamed, r)
+			continue
+		}
 		if r.Resource != "ats" && r.Resource != "pods" || r.Name == "" {
 			continue
 		}
@@ -656,31 +693,58 @@ func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv
 		if !ok {
 			continue
 		}
-		w := writes[name]
-		if w == nil {
-			w = &atWrites{counts: map[string]writeCount{}, users: map[string]bool{}}
-			writes[name] = w
-		}
-		w.all = append(w.all, fmt.Sprintf("%s→%s %s %s %s %d", stamp(r.Received), stamp(r.Staged), r.User, r.Target(), r.Name, r.Code))
-		if !mayHaveApplied(r) {
-			continue
-		}
-		c := w.counts[r.Target()]
-		if r.Accepted() {
-			c.accepted++
-			perTarget[r.Target()]++
-		} else {
-			c.unknown++
-			unknownOutcome = append(unknownOutcome, fmt.Sprintf("%s %s %s at %s: %d", r.User, r.Target(), r.Name, stamp(r.Received), r.Code))
-		}
-		w.counts[r.Target()] = c
-		w.users[r.User] = true
-		if check != nil {
-			check(r, name)
-		}
+		add(name, r)
+	}
+	given := unnamedCreates(unnamed, pods, writes)
+	for _, at := range slices.Sorted(maps.Keys(given)) {
+		add(at, given[at])
 	}
 	unknown.report(t)
 	return writes, perTarget, unknownOutcome
+}
+
+// unnamedCreates gives each Pod of pods whose At has no Pod create in
+// writes one of the unnamed Pod creates of unknown outcome, received no
+// later than the Pod's creationTimestamp (whole seconds) and not given to
+// another, preferring one sent by a user that wrote to the At otherwise.
+// A kube-apiserver killed while it handles a create may have stored the
+// Pod and logged only that it received a request to create some Pod; a
+// create no Pod needs is left over (and had it applied, its At would have
+// two Pods, which the tests refuse).
+func unnamedCreates(unnamed []bench.AuditRequest, pods []corev1.Pod, writes map[string]*atWrites) map[string]bench.AuditRequest {
+	var missing []*corev1.Pod
+	for i := range pods {
+		at := atOf(&pods[i])
+		if at == "" {
+			continue
+		}
+		if w := writes[at]; w == nil || w.counts["create pods"] == (writeCount{}) {
+			missing = append(missing, &pods[i])
+		}
+	}
+	// Every create a Pod may take may be taken by each Pod created later
+	// too: taking them in creation order never leaves one without a create
+	// another assignment would have found.
+	slices.SortFunc(missing, func(a, b *corev1.Pod) int { return a.CreationTimestamp.Compare(b.CreationTimestamp.Time) })
+	used := make([]bool, len(unnamed))
+	given := map[string]bench.AuditRequest{}
+	for _, pod := range missing {
+		at := atOf(pod)
+		best := -1
+		for i, r := range unnamed {
+			if used[i] || r.Received.Truncate(time.Second).After(pod.CreationTimestamp.Time) {
+				continue
+			}
+			if best < 0 || writes[at] != nil && writes[at].users[r.User] && !writes[at].users[unnamed[best].User] {
+				best = i
+			}
+		}
+		if best >= 0 {
+			used[best] = true
+			given[at] = unnamed[best]
+		}
+	}
+	return given
 }
 
 // checkAtWrites says what is wrong with one At's writes: anything but one
@@ -719,4 +783,71 @@ func phasesOf(sts []atv1.AtStatus) []atv1.Phase {
 		out[i] = st.Phase
 	}
 	return out
+}
+
+// TestAuditAtWritesGivesUnnamedCreatesToPodsWithoutOne is the case CI met
+// when kube-apiserver was killed under Pod creates: their only line was
+// RequestReceived, which names no Pod, and the Pods existed. Each Pod
+// without a create in the log takes one such create received before it
+// was created (by a user that wrote its At, when there is one); a Pod
+// created before any is left without one, and the check says so.
+func TestAuditAtWritesGivesUnnamedCreatesToPodsWithoutOne(t *testing.T) {
+	t0 := time.Date(2026, 11, 26, 3, 17, 37, 0, time.UTC)
+	var ats []atv1.At
+	var pods []corev1.Pod
+	for i, name := range []string{"at-named", "at-same-user", "at-other-user", "at-too-early"} {
+		at := newAt("n", name, t0)
+		at.UID = types.UID(fmt.Sprintf("%08d-uid", i))
+		ats = append(ats, *at)
+		created := map[string]time.Time{"at-too-early": t0.Add(-5 * time.Second)}[name]
+		if created.IsZero() {
+			created = t0.Add(2 * time.Second)
+		}
+		pods = append(pods, corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+			Namespace: "n", Name: controller.PodName(at), CreationTimestamp: metav1.NewTime(created),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: atv1.GroupVersion.String(), Kind: "At", Name: name, UID: at.UID, Controller: ptr.To(true)}},
+		}})
+	}
+	req := func(user, verb, resource, sub, name string, code int, at time.Time) bench.AuditRequest {
+		return bench.AuditRequest{ID: fmt.Sprintf("%s-%s-%s-%s-%s", user, verb, resource, name, at), User: user, Verb: verb,
+			Resource: resource, Subresource: sub, Namespace: "n", Name: name, Code: code, Received: at, Staged: at}
+	}
+	reqs := []bench.AuditRequest{
+		req("u1", "patch", "ats", "", "at-named", 200, t0.Add(-9*time.Second)),
+		req("u1", "patch", "ats", "", "at-same-user", 200, t0.Add(-9*time.Second)),
+		req("u2", "patch", "ats", "", "at-other-user", 200, t0.Add(-9*time.Second)),
+		req("u1", "patch", "ats", "", "at-too-early", 200, t0.Add(-9*time.Second)),
+		req("u1", "create", "pods", "", controller.PodName(&ats[0]), 201, t0),
+		// Received only: the API server died before naming the Pod.
+		req("u2", "create", "pods", "", "", 0, t0),
+		req("u1", "create", "pods", "", "", 0, t0.Add(500*time.Millisecond)),
+		// Refused: it applied nothing and may be given to no Pod.
+		req("u1", "create", "pods", "", "", 409, t0),
+	}
+	writes, _, unknownOutcome := auditAtWrites(t, reqs, "n", ats, pods, nil)
+	for _, tc := range []struct {
+		at   string
+		want writeCount
+		user string
+	}{
+		{at: "at-named", want: writeCount{accepted: 1}, user: "u1"},
+		{at: "at-same-user", want: writeCount{unknown: 1}, user: "u1"},
+		{at: "at-other-user", want: writeCount{unknown: 1}, user: "u2"},
+		{at: "at-too-early", want: writeCount{}},
+	} {
+		w := writes[tc.at]
+		if got := w.counts["create pods"]; got != tc.want {
+			t.Errorf("%s: create pods %+v, want %+v", tc.at, got, tc.want)
+		}
+		if tc.user != "" && !w.users[tc.user] {
+			t.Errorf("%s: written by %v, want %s among them", tc.at, slices.Sorted(maps.Keys(w.users)), tc.user)
+		}
+		wrong := checkAtWrites(w, func(writeCount) bool { return true })
+		if ok := tc.want != (writeCount{}); ok != (len(wrong) == 0) {
+			t.Errorf("%s: checkAtWrites says %q", tc.at, wrong)
+		}
+	}
+	if len(unknownOutcome) != 2 {
+		t.Errorf("writes of unknown outcome %q, want the two unnamed creates given to Pods", unknownOutcome)
+	}
 }
