@@ -305,7 +305,7 @@ func (p *problems) report(tb testing.TB) {
 
 // TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange runs the At
 // binary sharded (--shards=6, shardTimings), each replica a process of its
-// own authenticated as a user of its own, on -at.proof.n Ats (1,000; issue
+// own authenticated as a user of its own, on -at.proof.n Ats (500; issue
 // 25 ran 3,000, see proofN) created over 60 s
 // whose schedules are spread over 80 s, so that Ats are being created,
 // waiting and running throughout: one replica alone, then three, then one
@@ -325,42 +325,50 @@ func (p *problems) report(tb testing.TB) {
 // replica held the At's range.
 // The stopped replica's ranges are taken within two of the takers'
 // balancing rounds after their release, the killed one's within three
-// after their Leases ran out (counted in rounds, which a loaded machine
-// slows, not in seconds: no timing is asserted). The seconds are logged
+// after their Leases ran out, plus one for each other Lease of the killed
+// replica, whose expiry starts a round too (counted in rounds, which a
+// loaded machine slows, not in seconds: no timing is asserted). The seconds are logged
 // against the issue's bounds (2 s graceful; a lease duration and two
 // retry periods after the kill).
 //
 // That on an API server with the gate ShardedListAndWatch off, which
 // ignores the replicas' ShardSelector, so that each replica's cache
-// filters the watch in the process; then on one with the gate on, which
-// honours it.
+// filters the watch in the process, and at the same time on one with the
+// gate on, which honours it.
 func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds the At and starts a control plane of its own")
 	}
 	// Its own control planes and processes: it runs beside the smoke and
 	// the tests of managers in this process (see parallelTests), not beside
-	// the API server restarts (see planeMu). The two gates run one after the
-	// other: each keeps about a core busy.
+	// the API server restarts (see planeMu). The two gates run side by
+	// side, each on a plane and replicas of its own (see proofN).
 	if *proofN < 2 {
 		t.Fatalf("-at.proof.n=%d: the proof needs at least 2 Ats, to spread their schedules", *proofN)
 	}
 	t.Parallel()
 	lockPlane(t)
-	t.Run("gate off", func(t *testing.T) { testShardedAts(t, false, *proofN) })
-	t.Run("gate on", func(t *testing.T) { testShardedAts(t, true, *proofN) })
+	for _, gated := range []bool{false, true} {
+		name := map[bool]string{false: "gate off", true: "gate on"}[gated]
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			testShardedAts(t, gated, *proofN)
+		})
+	}
 }
 
-// proofN is how many Ats the sharded audit proof creates, with each gate.
-// make test runs it at 1,000 on 2 cores: each run costs the machine about
-// 29 s of CPU plus 38 s per 1,000 Ats (-race), all within the same 100 s,
-// so that 3,000 take about 1.4 cores by themselves; beside the rest of make
-// test they starved the replicas they measure (rounds every 1-1.6 s
-// instead of 0.5 s, the last At DONE 2 minutes late). At 1,000 Ats a
-// third of them still change hands while in progress. Issue 25's 3,000:
-// go test -run TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange
+// proofN is how many Ats the sharded audit proof creates, with each gate;
+// the two gates run at once. make test runs 500 with each on 2 cores: a
+// run costs the machine about 29 s of CPU plus 38 s per 1,000 Ats (-race),
+// all within the same 100 s, so that the two together load it as one run
+// of 1,000 did when they took turns, in half the time. 3,000 (issue 25's
+// scenario) took about 1.4 cores by itself, and beside the rest of make
+// test starved the replicas it measures (rounds every 1-1.6 s instead of
+// 0.5 s, the last At DONE 2 minutes late). At 500 Ats a third of them
+// still change hands while in progress. Issue 25's 3,000: go test -run
+// TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange
 // ./examples/at/bench/ -args -at.proof.n=3000.
-var proofN = flag.Int("at.proof.n", 1000, "Ats of the sharded audit proof, with each gate (issue 25's scenario: 3000)")
+var proofN = flag.Int("at.proof.n", 500, "Ats of the sharded audit proof, with each gate, both at once (issue 25's scenario: 3000)")
 
 func testShardedAts(t *testing.T, gated bool, n int) {
 	began := time.Now()
@@ -532,9 +540,13 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	// first round that sees it free; a range whose holder died, in the
 	// first round at or after its expiry by the taker's clock (which saw
 	// the last renewal up to a round late), or the next one if another
-	// survivor won the same range first. Counted in rounds, not seconds,
-	// so that a loaded machine's slower rounds do not fail the test; the
-	// seconds are logged against the issue's bounds.
+	// survivor won the same range first: three rounds. A replica also runs
+	// a round the moment another's Lease expires by its clock (see
+	// shard.Member), so each other Lease of the dead replica (its member
+	// Lease, its other ranges) may add one in between: CI saw 4 for 2
+	// ranges with rounds on time. Counted in rounds, not seconds, so that
+	// a loaded machine's slower rounds do not fail the test; the seconds
+	// are logged against the issue's bounds.
 	renewals := map[string][]time.Time{} // each round creates or updates the member Lease
 	for _, r := range reqs {
 		if r.Resource == "leases" && strings.HasPrefix(r.Name, "at-member-") && (r.Verb == "create" || r.Verb == "update") && r.Accepted() {
@@ -554,9 +566,11 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	}
 	kill := handoverAfter(hs, c.name, killed)
 	killRounds := roundsToTake(hs, c.name, killed, renewals)
-	if len(kill.leases) == 0 || !kill.taken || killRounds < 0 || killRounds > 3 {
-		t.Errorf("%s held %v when killed; held by others %s later (all taken: %t), in up to %d rounds of the takers after the Leases ran out, want at most 3",
-			c.name, kill.leases, kill.after, kill.taken, killRounds)
+	// 3, and one per other Lease of c: its member Lease and its other ranges.
+	maxKillRounds := 3 + len(kill.leases)
+	if len(kill.leases) == 0 || !kill.taken || killRounds < 0 || killRounds > maxKillRounds {
+		t.Errorf("%s held %v when killed; held by others %s later (all taken: %t), in up to %d rounds of the takers after the Leases ran out, want at most %d",
+			c.name, kill.leases, kill.after, kill.taken, killRounds, maxKillRounds)
 	}
 
 	// The figures.
