@@ -14,7 +14,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -40,11 +39,7 @@ func NewRepo(t testing.TB) Repo {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Fatal("the API check needs git, and there is none on PATH")
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("apicompattest: cannot find its testdata")
-	}
-	testdata := filepath.Join(filepath.Dir(file), "testdata")
+	testdata := filepath.Join(moduleRoot(t), "internal", "apicompat", "apicompattest", "testdata")
 	dir := t.TempDir()
 	r := Repo{Dir: dir}
 	r.Git(t, "init", "-q")
@@ -131,5 +126,25 @@ func copyTree(t testing.TB, from, to string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// moduleRoot is the nearest directory holding a go.mod, from the working
+// directory up: the repository's root, for a test of a package in it (go
+// test runs a test in its package's directory). Not the source file's
+// directory: make test builds with -trimpath, which hides it.
+func moduleRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			t.Fatalf("apicompattest: no go.mod above %s, to find its testdata", dir)
+		}
 	}
 }

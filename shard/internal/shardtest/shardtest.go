@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sync"
 	"testing"
@@ -42,9 +41,23 @@ var Options = testenv.Options{
 	AddToScheme:       []func(*k8sruntime.Scheme) error{testapi.AddToScheme},
 }
 
+// moduleRoot is the nearest directory holding a go.mod, from the working
+// directory up: the repository's root, for a test of a package in it (go
+// test runs a test in its package's directory). Not the source file's
+// directory: make test builds with -trimpath, which hides it.
 func moduleRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+	dir, err := os.Getwd()
+	if err != nil {
+		return "."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return dir
+		}
+	}
 }
 
 // Env is the package's control plane, started by Main; nil when none could
