@@ -75,6 +75,7 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 	te := shardtest.ControlPlane(assets, gated)
 	cfg, err := te.Start()
 	if err != nil {
+		_ = te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		t.Fatal(err)
 	}
 	api, err := restart.Find(cfg, "--cert-dir="+te.ControlPlane.APIServer.CertDir)

@@ -150,6 +150,7 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 	}
 	cfg, err := p.te.Start()
 	if err != nil {
+		_ = p.te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		tb.Fatalf("starting the audited control plane: %v", err)
 	}
 	tb.Cleanup(func() {

@@ -234,6 +234,10 @@ func (e *Env) start(opts Options) error {
 	}
 	cfg, err := te.Start()
 	if err != nil {
+		// envtest returns some errors (a CRD it cannot install, a user it
+		// cannot provision) with kube-apiserver and etcd running: stop
+		// them, or they outlive the test process.
+		_ = te.Stop()
 		return fmt.Errorf("testenv: starting the control plane from %s: %w", assets, err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -548,6 +551,63 @@ func TestStartWithoutBinaries(t *testing.T) {
 	if err := zero.WaitFor(t.Context(), &testapi.Widget{}, "x", func() bool { return true }); err == nil {
 		t.Error("WaitFor on a zero Env: no error")
 	}
+}
+
+// TestStartStopsWhatItStartedWhenItFails: envtest installs CRDs after it
+// has started kube-apiserver and etcd, and returns that error with both
+// running. Start stops them: before, each such failure left a control
+// plane running after the test process ended (seen as six stray planes
+// slowing a later make test). Not parallel: it counts this process's
+// children, which the parallel tests would add to.
+func TestStartStopsWhatItStartedWhenItFails(t *testing.T) {
+	env.Require(t) // the binaries are there
+	before := planeChildren(t)
+	_, err := testenv.Start(testenv.Options{CRDDirectoryPaths: []string{filepath.Join(t.TempDir(), "missing")}})
+	if err == nil {
+		t.Fatal("Start with a CRD directory that does not exist: no error")
+	}
+	for pid, comm := range planeChildren(t) {
+		if _, ok := before[pid]; !ok {
+			t.Errorf("%s (pid %d) still runs after Start failed with %v", comm, pid, err)
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+}
+
+// planeChildren returns this process's running (not zombie) children that
+// are kube-apiserver or etcd, by process ID.
+func planeChildren(t *testing.T) map[int]string {
+	t.Helper()
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Skipf("no /proc to find child processes in: %v", err)
+	}
+	out := map[int]string{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue // gone meanwhile
+		}
+		// pid (comm) state ppid ...
+		s := string(b)
+		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || closing < open {
+			continue
+		}
+		comm := s[open+1 : closing]
+		fields := strings.Fields(s[closing+1:])
+		if len(fields) < 2 || fields[0] == "Z" || fields[1] != strconv.Itoa(os.Getpid()) {
+			continue
+		}
+		if comm == "kube-apiserver" || comm == "etcd" {
+			out[pid] = comm
+		}
+	}
+	return out
 }
 
 // TestRealAPIServerRoundTrip proves the harness talks to a real

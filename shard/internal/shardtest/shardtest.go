@@ -93,6 +93,7 @@ func Main(m *testing.M, env *Env) int {
 	}
 	te := ControlPlane(assets, true)
 	if _, err := te.Start(); err != nil {
+		_ = te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		fmt.Fprintf(os.Stderr, "FAIL: starting a control plane with --feature-gates=%s from %s: %v\n", Gate, assets, err)
 		return 1
 	}

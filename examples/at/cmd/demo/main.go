@@ -109,6 +109,7 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool, stoppi
 	}
 	cfg, err := env.Start()
 	if err != nil {
+		_ = env.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		return fmt.Errorf("starting the control plane: %w", err)
 	}
 	defer func() {
