@@ -12,8 +12,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -29,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/internal/restart"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
@@ -158,10 +157,10 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 			tb.Errorf("stopping the audited control plane: %v", err)
 		}
 	})
-	if p.apiserverPID, err = childWith("kube-apiserver", "--audit-log-path="+p.auditLog); err != nil {
+	if p.apiserverPID, err = restart.ChildWith("kube-apiserver", "--audit-log-path="+p.auditLog); err != nil {
 		tb.Fatal(err)
 	}
-	if p.etcdPID, err = childWith("etcd", "--data-dir="+p.te.ControlPlane.Etcd.DataDir); err != nil {
+	if p.etcdPID, err = restart.ChildWith("etcd", "--data-dir="+p.te.ControlPlane.Etcd.DataDir); err != nil {
 		tb.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000
@@ -171,42 +170,6 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 	}
 	p.namespaceNamed(tb, leaseNamespace)
 	return p
-}
-
-// childWith returns the process ID of the one child of this process named
-// comm whose command line holds arg.
-func childWith(comm, arg string) (int, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0, err
-	}
-	found := 0
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		st, err := bench.ParseProcStat(string(b))
-		if err != nil || st.PPID != os.Getpid() || st.Comm != comm {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || !slices.Contains(strings.Split(string(cmdline), "\x00"), arg) {
-			continue
-		}
-		if found != 0 {
-			return 0, fmt.Errorf("two %s processes with %s: %d and %d", comm, arg, found, pid)
-		}
-		found = pid
-	}
-	if found == 0 {
-		return 0, fmt.Errorf("no %s process with %s among this process's children", comm, arg)
-	}
-	return found, nil
 }
 
 // namespace creates a namespace with a generated name.

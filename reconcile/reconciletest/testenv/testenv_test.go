@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -29,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"github.com/reconcilekit/reconcilekit/internal/restart"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -574,40 +574,15 @@ func TestStartStopsWhatItStartedWhenItFails(t *testing.T) {
 	}
 }
 
-// planeChildren returns this process's running (not zombie) children that
-// are kube-apiserver or etcd, by process ID.
+// planeChildren returns this process's running children that are
+// kube-apiserver or etcd, by process ID.
 func planeChildren(t *testing.T) map[int]string {
 	t.Helper()
-	entries, err := os.ReadDir("/proc")
+	kids, err := restart.Children("kube-apiserver", "etcd")
 	if err != nil {
 		t.Skipf("no /proc to find child processes in: %v", err)
 	}
-	out := map[int]string{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil {
-			continue // gone meanwhile
-		}
-		// pid (comm) state ppid ...
-		s := string(b)
-		open, closing := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if open < 0 || closing < open {
-			continue
-		}
-		comm := s[open+1 : closing]
-		fields := strings.Fields(s[closing+1:])
-		if len(fields) < 2 || fields[0] == "Z" || fields[1] != strconv.Itoa(os.Getpid()) {
-			continue
-		}
-		if comm == "kube-apiserver" || comm == "etcd" {
-			out[pid] = comm
-		}
-	}
-	return out
+	return kids
 }
 
 // TestRealAPIServerRoundTrip proves the harness talks to a real
