@@ -172,12 +172,7 @@ func ReadAudit(r io.Reader, keep func(AuditRequest) bool) ([]AuditRequest, int64
 			continue
 		}
 		if i, ok := index[req.ID]; ok {
-			switch {
-			case out[i].Stage == stageRequestReceived && req.Stage != stageRequestReceived:
-				out[i] = req
-			case req.Code != 0:
-				out[i].Code = req.Code
-			}
+			out[i] = out[i].Merge(req)
 			continue
 		}
 		index[req.ID] = len(out)
@@ -188,6 +183,22 @@ func ReadAudit(r io.Reader, keep func(AuditRequest) bool) ([]AuditRequest, int64
 // stageRequestReceived is the audit stage logged as a request arrives,
 // before it is handled.
 const stageRequestReceived = "RequestReceived"
+
+// Merge returns what is known of a request from r, a line of it, and next,
+// a later line with the same audit ID (as [ReadAudit] keeps them): next
+// whole when r is the RequestReceived line, which lacks what handling
+// found (a created object's name, the Lease sent); otherwise r, with
+// next's code when next has one. A caller that reads a growing log in
+// several calls of ReadAudit merges a request split between two with it.
+func (r AuditRequest) Merge(next AuditRequest) AuditRequest {
+	switch {
+	case r.Stage == stageRequestReceived && next.Stage != stageRequestReceived:
+		return next
+	case next.Code != 0:
+		r.Code = next.Code
+	}
+	return r
+}
 
 // RequestClass sorts a controller's requests by what sent them.
 type RequestClass string

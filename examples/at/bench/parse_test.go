@@ -3,6 +3,8 @@ package bench_test
 import (
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -337,5 +339,38 @@ func TestReadAuditTakesTheHandledLineOverRequestReceived(t *testing.T) {
 	// outcome nobody knows.
 	if patch.Stage != "RequestReceived" || patch.Target() != "patch ats" || patch.Code != 0 {
 		t.Errorf("the patch received only: stage %q, target %q, code %d; want RequestReceived, patch ats, 0", patch.Stage, patch.Target(), patch.Code)
+	}
+}
+
+// TestAuditTailMergesARequestSplitBetweenTwoReads: a tail read while the
+// server handles a request sees its RequestReceived line only; the next
+// read brings the handled line, which must replace it as within one read
+// (the Lease's holder and name come with it), not only lend it its code.
+func TestAuditTailMergesARequestSplitBetweenTwoReads(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.log")
+	if err := os.WriteFile(path, []byte(auditLeaseCreateReceived+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tail := &auditTail{path: path, user: "sharded-x", keep: func(string) bool { return true }, index: map[string]int{}}
+	if reqs := tail.read(t); len(reqs) != 1 || reqs[0].Stage != "RequestReceived" || reqs[0].Code != 0 {
+		t.Fatalf("first read: %+v, want the Lease create as received, no code", reqs)
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(auditLeaseCreate + "\n"); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		t.Fatal(err)
+	}
+	reqs := tail.read(t)
+	if len(reqs) != 1 {
+		t.Fatalf("second read: %d requests, want the one Lease create: %+v", len(reqs), reqs)
+	}
+	if r := reqs[0]; r.Stage != "ResponseComplete" || r.Name != "at-1-of-2" || r.Code != 201 || r.Holder == nil || *r.Holder != "vm_er65ywej9jtc" {
+		t.Errorf("second read: stage %q, name %q, code %d, holder %v; want ResponseComplete, at-1-of-2, 201, vm_er65ywej9jtc",
+			r.Stage, r.Name, r.Code, r.Holder)
 	}
 }

@@ -275,9 +275,8 @@ func (a *auditTail) read(tb testing.TB) []bench.AuditRequest {
 	a.offset += n
 	for _, r := range reqs {
 		if i, ok := a.index[r.ID]; ok {
-			if r.Code != 0 {
-				a.reqs[i].Code = r.Code
-			}
+			// Its first line came in an earlier read.
+			a.reqs[i] = a.reqs[i].Merge(r)
 			continue
 		}
 		a.index[r.ID] = len(a.reqs)
