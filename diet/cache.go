@@ -18,7 +18,8 @@ import (
 // has one), and runs after the Transform of every ByObject and
 // DefaultNamespaces entry that has its own (a [Fields] transform among
 // them: ManagedFields keeps the entry it leaves). base's maps are not
-// changed. fieldOwner is the name the operator's writers write under; an
+// changed. The parts [Fields] transforms leave are stored compact
+// ([Compact]). fieldOwner is the name the operator's writers write under; an
 // empty one is an error wrapping errors.ErrNoFieldOwner.
 func CacheOptions(fieldOwner string, base cache.Options, opts ...Option) (cache.Options, error) {
 	mf, err := ManagedFields(fieldOwner, opts...)
@@ -42,7 +43,7 @@ func CacheOptions(fieldOwner string, base cache.Options, opts ...Option) (cache.
 	if base.DefaultNamespaces != nil {
 		base.DefaultNamespaces = withTransform(base.DefaultNamespaces, mf)
 	}
-	return base, nil
+	return Compact(base), nil
 }
 
 // withTransform returns a copy of namespaces whose entries with a Transform

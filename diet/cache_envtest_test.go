@@ -4,19 +4,25 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/diet"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
 // The shapes the At operator caches: a custom resource the operator
@@ -125,7 +131,9 @@ func startCache(tb testing.TB, ns string, opts cache.Options) (c cache.Cache, st
 }
 
 // diets are the caches compared: whole, all managedFields stripped, on the
-// diet, and on the diet with Pods kept to their phase and exit code.
+// diet, and on the diet with Pods kept to their phase and exit code, those
+// parts stored as Go structs of their type (before Compact) and compact
+// (as diet.CacheOptions stores them).
 func diets(tb testing.TB) []struct {
 	name string
 	opts cache.Options
@@ -143,6 +151,8 @@ func diets(tb testing.TB) []struct {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	notCompact := withParts
+	notCompact.NewInformer = nil
 	return []struct {
 		name string
 		opts cache.Options
@@ -150,6 +160,7 @@ func diets(tb testing.TB) []struct {
 		{"whole", cache.Options{}},
 		{"managedFields stripped", cache.Options{DefaultTransform: cache.TransformStripManagedFields()}},
 		{"on the diet", onDiet},
+		{"on the diet, Pods in part, not compact", notCompact},
 		{"on the diet, Pods in part", withParts},
 	}
 }
@@ -163,7 +174,7 @@ func TestACacheOnTheDietHoldsWhatItKeeps(t *testing.T) {
 	ns := env.Namespace(t)
 	c := env.Client(t)
 	populate(t, c, ns, 1)
-	opts := diets(t)[3].opts
+	opts := diets(t)[4].opts
 	cached, stop := startCache(t, ns, opts)
 	defer stop()
 	w := &testapi.Widget{}
@@ -255,4 +266,160 @@ func startCacheOf(tb testing.TB, ns string, opts cache.Options, kind client.Obje
 		tb.Fatal("the cache did not sync")
 	}
 	return c, func() { cancel(); wg.Wait() }
+}
+
+// TestACompactCacheHandsOutWhatAStructCacheWould: a cache that stores the
+// Pods' parts compact (diet.CacheOptions) hands every reader what a cache
+// of the same parts as Go structs does: Get, List by label and by a field
+// index (ownership's), with and without a copy, and events; a reader that
+// changes what it got changes nothing in the cache.
+func TestACompactCacheHandsOutWhatAStructCacheWould(t *testing.T) {
+	env.Require(t)
+	ns := env.Namespace(t)
+	c := env.Client(t)
+	populate(t, c, ns, 3)
+	byName := map[string]cache.Options{}
+	for _, d := range diets(t) {
+		byName[d.name] = d.opts
+	}
+	type seen struct {
+		kind    string
+		partial bool
+	}
+	var mu sync.Mutex
+	var events []seen
+	start := func(opts cache.Options, record bool) cache.Cache {
+		opts.Scheme = env.Scheme
+		opts.DefaultNamespaces = map[string]cache.Config{ns: {}}
+		cc, err := cache.New(env.Config, opts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		if err := ownership.IndexOwner(ctx, cc, &corev1.Pod{}); err != nil {
+			t.Fatal(err)
+		}
+		if record {
+			inf, err := cc.GetInformer(ctx, &corev1.Pod{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			note := func(obj any) {
+				mu.Lock()
+				defer mu.Unlock()
+				pod, ok := obj.(*corev1.Pod)
+				events = append(events, seen{fmt.Sprintf("%T", obj), ok && diet.IsPartial(pod)})
+			}
+			if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+				AddFunc: note, UpdateFunc: func(_, obj any) { note(obj) }, DeleteFunc: note}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var wg sync.WaitGroup
+		wg.Go(func() { _ = cc.Start(ctx) })
+		t.Cleanup(func() { cancel(); wg.Wait() })
+		if !cc.WaitForCacheSync(ctx) {
+			t.Fatal("the cache did not sync")
+		}
+		return cc
+	}
+	compact := start(byName["on the diet, Pods in part"], true)
+	structs := start(byName["on the diet, Pods in part, not compact"], false)
+
+	w := &testapi.Widget{}
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w-00001"}, w); err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct {
+		name string
+		read func(cache.Cache) (any, error)
+	}{
+		{"Get", func(cc cache.Cache) (any, error) {
+			pod := &corev1.Pod{}
+			return pod, cc.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w-00001-pod"}, pod)
+		}},
+		{"Get without a copy", func(cc cache.Cache) (any, error) {
+			pod := &corev1.Pod{}
+			return pod, cc.Get(t.Context(), client.ObjectKey{Namespace: ns, Name: "w-00001-pod"}, pod, client.UnsafeDisableDeepCopy)
+		}},
+		{"List by label", func(cc cache.Cache) (any, error) {
+			list := &corev1.PodList{}
+			return list, cc.List(t.Context(), list, client.InNamespace(ns), client.MatchingLabels{"example.com/owner": string(w.UID)})
+		}},
+		{"List by owner (a field index)", func(cc cache.Cache) (any, error) {
+			list := &corev1.PodList{}
+			return list, ownership.ListOwned(t.Context(), cc, w, list)
+		}},
+		{"List all", func(cc cache.Cache) (any, error) {
+			list := &corev1.PodList{}
+			return list, cc.List(t.Context(), list, client.InNamespace(ns))
+		}},
+	}
+	for _, r := range reads {
+		want, err := r.read(structs)
+		if err != nil {
+			t.Fatalf("%s from the cache of structs: %v", r.name, err)
+		}
+		got, err := r.read(compact)
+		if err != nil {
+			t.Errorf("%s from the compact cache: %v", r.name, err)
+			continue
+		}
+		for _, l := range []any{want, got} {
+			if list, ok := l.(*corev1.PodList); ok {
+				slices.SortFunc(list.Items, func(a, b corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
+			}
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: the compact cache hands out (-structs +compact):\n%s", r.name, diff)
+		}
+		if list, ok := got.(*corev1.PodList); ok && len(list.Items) == 0 {
+			t.Errorf("%s found nothing", r.name)
+		}
+	}
+
+	// What a reader changes stays with it.
+	pod := &corev1.Pod{}
+	key := client.ObjectKey{Namespace: ns, Name: "w-00002-pod"}
+	if err := compact.Get(t.Context(), key, pod, client.UnsafeDisableDeepCopy); err != nil {
+		t.Fatal(err)
+	}
+	pod.Labels["changed"] = "by a reader"
+	pod.Status.Phase = corev1.PodFailed
+	again := &corev1.Pod{}
+	if err := compact.Get(t.Context(), key, again); err != nil {
+		t.Fatal(err)
+	}
+	if again.Labels["changed"] != "" || again.Status.Phase != corev1.PodSucceeded {
+		t.Errorf("a reader's change reached the cache: %v, %s", again.Labels, again.Status.Phase)
+	}
+
+	// Events carry parts of the Pod's type: an update, then a deletion.
+	live := &corev1.Pod{}
+	if err := c.Get(t.Context(), key, live); err != nil {
+		t.Fatal(err)
+	}
+	before := live.DeepCopy()
+	live.Labels["touched"] = "yes"
+	if err := c.Patch(t.Context(), live, client.MergeFrom(before)); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(t.Context(), live, client.GracePeriodSeconds(0)); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		return apierrors.IsNotFound(compact.Get(ctx, key, &corev1.Pod{})), nil
+	}); err != nil {
+		t.Fatal("the compact cache never saw the Pod deleted")
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(events) < 3+2 {
+		t.Errorf("the handler saw %d events, want the 3 adds, an update and a deletion: %v", len(events), events)
+	}
+	for _, e := range events {
+		if e.kind != "*v1.Pod" || !e.partial {
+			t.Errorf("a handler was given %s (a part: %v), want the Pod's part", e.kind, e.partial)
+		}
+	}
 }

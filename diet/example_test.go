@@ -1,10 +1,14 @@
 package diet_test
 
 import (
+	"context"
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -67,3 +71,47 @@ func ExampleManagedFields() {
 	// Output:
 	// at-controller Update
 }
+
+// Parts stored compact: an informer built with the options Compact returns
+// (as a manager's cache builds its own) holds each Pod part compact, and
+// hands out the Pod's part as the transform made it.
+func ExampleCompact() {
+	pods, err := diet.Fields(&corev1.Pod{}, "status.phase")
+	if err != nil {
+		panic(err)
+	}
+	opts := diet.Compact(cache.Options{})
+	// A list of one Pod, as the API server would send it.
+	lw := listThenWatch{&toolscache.ListWatch{
+		ListWithContextFunc: func(context.Context, metav1.ListOptions) (runtime.Object, error) {
+			return &corev1.PodList{ListMeta: metav1.ListMeta{ResourceVersion: "1"}, Items: []corev1.Pod{{
+				ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "hello-1a2b3c4d", ResourceVersion: "1"},
+				Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "command", Image: "busybox:1.36"}}},
+				Status:     corev1.PodStatus{Phase: corev1.PodSucceeded, HostIP: "10.0.0.7"},
+			}}}, nil
+		},
+		WatchFuncWithContext: func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+			return watch.NewFake(), nil
+		},
+	}}
+	informer := opts.NewInformer(lw, &corev1.Pod{}, 0, toolscache.Indexers{})
+	if err := informer.SetTransform(pods); err != nil {
+		panic(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go informer.RunWithContext(ctx)
+	toolscache.WaitForCacheSync(ctx.Done(), informer.HasSynced)
+
+	obj, _, _ := informer.GetStore().GetByKey("default/hello-1a2b3c4d")
+	pod := obj.(*corev1.Pod)
+	fmt.Println(pod.Name, pod.Status.Phase, "containers:", len(pod.Spec.Containers), "part:", diet.IsPartial(pod))
+	// Output:
+	// hello-1a2b3c4d Succeeded containers: 0 part: true
+}
+
+// listThenWatch is a ListWatch a reflector lists and then watches (a
+// fake: it cannot stream its list as watch events).
+type listThenWatch struct{ *toolscache.ListWatch }
+
+func (listThenWatch) IsWatchListSemanticsUnSupported() bool { return true }
