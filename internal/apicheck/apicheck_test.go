@@ -35,6 +35,7 @@ var libraries = []string{
 	"freshness",
 	"health",
 	"track",
+	"recorder",
 	"shard/ranges",
 	"shard",
 	"shard/follow",

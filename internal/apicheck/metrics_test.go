@@ -26,6 +26,7 @@ import (
 	_ "github.com/reconcilekit/reconcilekit/reconcile"
 	_ "github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	_ "github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
+	_ "github.com/reconcilekit/reconcilekit/recorder"
 	_ "github.com/reconcilekit/reconcilekit/requeue"
 	_ "github.com/reconcilekit/reconcilekit/shard"
 	_ "github.com/reconcilekit/reconcilekit/status"

@@ -43,6 +43,7 @@ var libraries = map[string]string{
 	"freshness":     "freshness",
 	"health":        "health",
 	"track":         "track",
+	"recorder":      "recorder",
 	"shard":         "shard",
 	"ranges":        "shard/ranges",
 	"follow":        "shard/follow",
@@ -57,6 +58,7 @@ var homonyms = map[string][]string{
 	"errors":    {"std:errors"},
 	"reconcile": {"mod:sigs.k8s.io/controller-runtime/pkg/reconcile"},
 	"status":    {"mod:sigs.k8s.io/cli-utils/pkg/kstatus/status"},
+	"recorder":  {"mod:sigs.k8s.io/controller-runtime/pkg/recorder"},
 }
 
 // names is the exported API of one package: top-level names, and for each

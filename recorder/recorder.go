@@ -1,0 +1,269 @@
+package recorder
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/maphash"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record/util"
+	"k8s.io/client-go/tools/reference"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+)
+
+// client-go's constants (k8s.io/client-go/tools/events), the defaults of a
+// Recorder's knobs.
+const (
+	maxTriesPerEvent = 12
+	finishTime       = 6 * time.Minute
+	refreshTime      = 30 * time.Minute
+	maxQueuedEvents  = 1000
+	sleepDuration    = 10 * time.Second
+	// senders is how many requests a Recorder has in flight at most.
+	senders = 4
+	// dropLogEvery is how often at most a Recorder logs that it drops
+	// events.
+	dropLogEvery = time.Minute
+)
+
+// ErrInvalidRecorder is wrapped by the error [Recorder.Start] returns when
+// the Recorder cannot send: it was not built by [New], its client is nil or
+// its client's scheme does not know events.k8s.io/v1 Event, its reporting
+// controller is empty, or it was started twice.
+var ErrInvalidRecorder = errors.New("recorder: invalid recorder")
+
+// Recorder records events.k8s.io/v1 Events as client-go's event broadcaster
+// does, keeping of each event sent a few words instead of a copy (see the
+// package documentation). It implements client-go's
+// events.EventRecorder and controller-runtime's recorder.EventRecorder
+// (Eventf and AnnotatedEventf), and controller-runtime's manager.Runnable:
+// add it to the manager, which starts it.
+//
+// A nil *Recorder records nothing: its Eventf and AnnotatedEventf do
+// nothing, so a reconciler may hold one that is not set. The zero value
+// records nothing either; build a Recorder with [New].
+type Recorder struct {
+	// Clock is where the Recorder reads the time (an event's eventTime and
+	// name, a series' lastObservedTime and its end) and waits (between
+	// tries, between the rounds that end and refresh series). Nil means
+	// the real clock. Set it before the first event.
+	Clock clock.Clock
+
+	c          client.Client
+	scheme     *runtime.Scheme
+	controller string
+	instance   string
+	// seed and check hash an event's key: seed places it in series, check
+	// tells apart two keys whose seed hashes collide.
+	seed, check maphash.Seed
+
+	// queue holds the events to send, as client-go's watcher channel
+	// does: maxQueuedEvents deep, dropping when full.
+	queue chan *eventsv1.Event
+
+	// client-go's constants; tests shorten them.
+	sleep, finish, refresh time.Duration
+	tries, senders         int
+
+	// dropped counts the events dropped because the queue was full.
+	dropped atomic.Uint64
+
+	mu sync.Mutex
+	// singles and series are client-go's eventCache, by the key's hash:
+	// an entry per key sent within the window, a few words each. singles
+	// holds the events sent once, series the series.
+	singles map[uint64]single
+	series  map[uint64]entry
+	// peakSingles and peakSeries are the most entries each map held since
+	// it was last rebuilt: a Go map does not shrink when its entries are
+	// deleted.
+	peakSingles, peakSeries int
+	// started: Start was called; stopped: it returned.
+	started, stopped bool
+	logger           logr.Logger
+	// lastDropLog and unlogged: when drops were last logged, and how many
+	// since.
+	lastDropLog time.Time
+	unlogged    uint64
+}
+
+// New returns a Recorder that writes through c (the manager's client: its
+// writes go to the API server) events whose reportingController is
+// reportingController and reportingInstance reportingController, "-" and
+// the host name, as client-go's broadcaster names them. References to the
+// objects are built with c's scheme. Start it, or add it to the manager
+// (mgr.Add): events recorded before are queued.
+func New(c client.Client, reportingController string) *Recorder {
+	hostname, _ := os.Hostname()
+	r := &Recorder{
+		c:          c,
+		controller: reportingController,
+		instance:   reportingController + "-" + hostname,
+		seed:       maphash.MakeSeed(),
+		check:      maphash.MakeSeed(),
+		queue:      make(chan *eventsv1.Event, maxQueuedEvents),
+		sleep:      sleepDuration,
+		finish:     finishTime,
+		refresh:    refreshTime,
+		tries:      maxTriesPerEvent,
+		senders:    senders,
+		singles:    map[uint64]single{},
+		series:     map[uint64]entry{},
+		logger:     log.Log.WithName("recorder").WithValues("reportingController", reportingController),
+	}
+	if c != nil {
+		r.scheme = c.Scheme()
+	}
+	return r
+}
+
+// NeedLeaderElection reports false: every replica sends the events it
+// records, leader or not, as client-go's broadcaster does.
+func (r *Recorder) NeedLeaderElection() bool { return false }
+
+// Start sends the events recorded until ctx is done; then it gives up the
+// events it was sending and those queued, as client-go's broadcaster does
+// when its context ends, and queues no more. It returns an error wrapping
+// [ErrInvalidRecorder] when the Recorder cannot send, and nil when ctx is
+// done. A Recorder is started once.
+func (r *Recorder) Start(ctx context.Context) error {
+	if r == nil || r.queue == nil {
+		return fmt.Errorf("%w: not built by recorder.New", ErrInvalidRecorder)
+	}
+	switch {
+	case r.c == nil || r.scheme == nil:
+		return fmt.Errorf("%w: no client", ErrInvalidRecorder)
+	case !r.scheme.Recognizes(eventsv1.SchemeGroupVersion.WithKind("Event")):
+		return fmt.Errorf("%w: the client's scheme does not know %s Event (add k8s.io/client-go/kubernetes/scheme's AddToScheme)",
+			ErrInvalidRecorder, eventsv1.SchemeGroupVersion)
+	case r.controller == "":
+		return fmt.Errorf("%w: no reporting controller", ErrInvalidRecorder)
+	}
+	r.mu.Lock()
+	if r.started {
+		r.mu.Unlock()
+		return fmt.Errorf("%w: started twice", ErrInvalidRecorder)
+	}
+	r.started = true
+	r.logger = log.FromContext(ctx).WithName("recorder").WithValues("reportingController", r.controller)
+	ctx = log.IntoContext(ctx, r.logger)
+	r.mu.Unlock()
+
+	var wg sync.WaitGroup
+	for range r.senders {
+		wg.Go(func() { r.send(ctx) })
+	}
+	wg.Go(func() { r.rounds(ctx) })
+	wg.Wait()
+	r.mu.Lock()
+	r.stopped = true
+	r.mu.Unlock()
+	return nil
+}
+
+// Eventf records an event of type eventtype (Normal or Warning) about
+// regarding, with related as its related object (nil for none), as
+// client-go's recorder does: the note is fmt.Sprintf(note, args...), an
+// event whose type is neither or whose regarding object has no reference
+// is logged and dropped, a related object without one is left out. It
+// never blocks: when the queue is full, the event is dropped. A nil
+// Recorder does nothing.
+func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, action, note string, args ...any) {
+	r.AnnotatedEventf(regarding, related, nil, eventtype, reason, action, note, args...)
+}
+
+// AnnotatedEventf is [Recorder.Eventf] with annotations on the event. They
+// are not part of what makes two events the same (client-go's key), so a
+// repeat with other annotations joins the series of the first. A nil
+// Recorder does nothing.
+func (r *Recorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) {
+	if r == nil || r.queue == nil {
+		return
+	}
+	now := r.now()
+	message := fmt.Sprintf(note, args...)
+	refRegarding, err := reference.GetReference(r.scheme, regarding)
+	if err != nil {
+		r.log().Error(err, "Could not construct reference, will not report event", "object", regarding, "eventType", eventtype, "reason", reason, "message", message)
+		return
+	}
+	var refRelated *corev1.ObjectReference
+	if related != nil {
+		refRelated, err = reference.GetReference(r.scheme, related)
+		if err != nil {
+			r.log().V(9).Info("Could not construct reference", "object", related, "err", err)
+		}
+	}
+	if !util.ValidateEventType(eventtype) {
+		r.log().Error(nil, "Unsupported event type", "eventType", eventtype)
+		return
+	}
+	namespace := refRegarding.Namespace
+	if namespace == "" {
+		namespace = metav1.NamespaceDefault
+	}
+	ev := &eventsv1.Event{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        util.GenerateEventName(refRegarding.Name, now.UnixNano()),
+			Namespace:   namespace,
+			Annotations: annotations,
+		},
+		EventTime:           metav1.MicroTime{Time: now},
+		ReportingController: r.controller,
+		ReportingInstance:   r.instance,
+		Action:              action,
+		Reason:              reason,
+		Regarding:           *refRegarding,
+		Related:             refRelated,
+		Note:                message,
+		Type:                eventtype,
+	}
+	r.record(ev)
+}
+
+// clock returns the Recorder's clock.
+func (r *Recorder) clock() clock.Clock {
+	if r.Clock == nil {
+		return clock.RealClock{}
+	}
+	return r.Clock
+}
+
+func (r *Recorder) now() time.Time { return r.clock().Now() }
+
+// log returns the logger of the Recorder: the one of Start's context once
+// started.
+func (r *Recorder) log() logr.Logger {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.logger
+}
+
+// enqueue queues ev to be sent, or drops it when the queue is full and
+// reports false. r.mu is held.
+func (r *Recorder) enqueue(ev *eventsv1.Event) bool {
+	select {
+	case r.queue <- ev:
+		return true
+	default:
+	}
+	r.dropped.Add(1)
+	droppedEventsTotal.Inc()
+	r.unlogged++
+	if now := r.now(); r.lastDropLog.IsZero() || now.Sub(r.lastDropLog) >= dropLogEvery {
+		r.logger.Info("event queue full: dropping events", "dropped", r.unlogged, "queue", cap(r.queue))
+		r.lastDropLog, r.unlogged = now, 0
+	}
+	return false
+}
