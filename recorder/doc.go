@@ -79,6 +79,12 @@
 //     API server holds every event (and its goroutine) until its 12 tries
 //     are spent; a Recorder has at most 4 writes in flight, and drops the
 //     events that find the queue full meanwhile.
+//   - client-go's goroutines take its cache in whatever order they run:
+//     two occurrences recorded back to back may make the second the
+//     series' first event, or send the series' patch before the create of
+//     its event (the patch finds nothing, creates the event, and the
+//     first create is refused). A Recorder sends the events of one key in
+//     the order they were recorded, the patch after the create returned.
 //   - controller-runtime's recorder also logs every event (at V(1)); a
 //     Recorder logs only what it cannot send.
 //

@@ -70,7 +70,7 @@ type Recorder struct {
 
 	// queue holds the events to send, as client-go's watcher channel
 	// does: maxQueuedEvents deep, dropping when full.
-	queue chan *eventsv1.Event
+	queue chan queued
 
 	// client-go's constants; tests shorten them.
 	sleep, finish, refresh time.Duration
@@ -89,6 +89,11 @@ type Recorder struct {
 	// it was last rebuilt: a Go map does not shrink when its entries are
 	// deleted.
 	peakSingles, peakSeries int
+	// inflight holds, by the key's hash, the keys with an event queued or
+	// being sent, and the events of the same key recorded meanwhile: the
+	// sender of the first sends them after it, in order, so that the
+	// patch of a series never overtakes the create of its event.
+	inflight map[uint64][]*eventsv1.Event
 	// started: Start was called; stopped: it returned.
 	started, stopped bool
 	logger           logr.Logger
@@ -112,7 +117,7 @@ func New(c client.Client, reportingController string) *Recorder {
 		instance:   reportingController + "-" + hostname,
 		seed:       maphash.MakeSeed(),
 		check:      maphash.MakeSeed(),
-		queue:      make(chan *eventsv1.Event, maxQueuedEvents),
+		queue:      make(chan queued, maxQueuedEvents),
 		sleep:      sleepDuration,
 		finish:     finishTime,
 		refresh:    refreshTime,
@@ -120,6 +125,7 @@ func New(c client.Client, reportingController string) *Recorder {
 		senders:    senders,
 		singles:    map[uint64]single{},
 		series:     map[uint64]entry{},
+		inflight:   map[uint64][]*eventsv1.Event{},
 		logger:     log.Log.WithName("recorder").WithValues("reportingController", reportingController),
 	}
 	if c != nil {
@@ -250,11 +256,24 @@ func (r *Recorder) log() logr.Logger {
 	return r.logger
 }
 
-// enqueue queues ev to be sent, or drops it when the queue is full and
-// reports false. r.mu is held.
-func (r *Recorder) enqueue(ev *eventsv1.Event) bool {
+// queued is an event to send and the hash of its key.
+type queued struct {
+	ev *eventsv1.Event
+	h  uint64
+}
+
+// enqueue queues ev, whose key hashes to h, to be sent: after the event of
+// the same key queued or being sent, when there is one; otherwise in the
+// queue, or it drops ev when the queue is full and reports false. r.mu is
+// held.
+func (r *Recorder) enqueue(ev *eventsv1.Event, h uint64) bool {
+	if held, ok := r.inflight[h]; ok {
+		r.inflight[h] = append(held, ev)
+		return true
+	}
 	select {
-	case r.queue <- ev:
+	case r.queue <- queued{ev, h}:
+		r.inflight[h] = nil
 		return true
 	default:
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/url"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -176,8 +177,8 @@ func newTest(t *testing.T) (*Recorder, *recording, *clocktesting.FakeClock) {
 func drain(ctx context.Context, r *Recorder) {
 	for {
 		select {
-		case ev := <-r.queue:
-			r.attemptRecording(ctx, ev)
+		case q := <-r.queue:
+			r.sendInOrder(ctx, q)
 		default:
 			return
 		}
@@ -891,5 +892,61 @@ func TestAHashCollisionIsNotMerged(t *testing.T) {
 	}
 	if len(r.singles) != 1 || len(r.series) != 0 {
 		t.Errorf("%d single events and %d series kept, want the other key's only", len(r.singles), len(r.series))
+	}
+}
+
+// TestARepeatWaitsForTheCreateOfItsEvent: with several senders, the patch
+// that makes an event a series is sent only once the create of that event
+// has returned, never beside it (a patch that overtook the create would
+// find no event and create it from the repeat, and the first create would
+// then be refused); events of other keys are not held behind it.
+func TestARepeatWaitsForTheCreateOfItsEvent(t *testing.T) {
+	release := make(chan struct{})
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) {
+		mu.Lock()
+		defer mu.Unlock()
+		order = append(order, s)
+	}
+	c := interceptor.NewClient(fake.NewClientBuilder().WithScheme(newScheme(t)).Build(), interceptor.Funcs{
+		Create: func(_ context.Context, _ client.WithWatch, obj client.Object, _ ...client.CreateOption) error {
+			ev := obj.(*eventsv1.Event)
+			if ev.Regarding.Name == "slow" {
+				<-release
+			}
+			note("create " + ev.Regarding.Name)
+			return nil
+		},
+		Patch: func(_ context.Context, _ client.WithWatch, obj client.Object, _ client.Patch, _ ...client.PatchOption) error {
+			note("patch " + obj.GetName()[:strings.Index(obj.GetName(), ".")])
+			return nil
+		},
+	})
+	r := New(c, "test-controller")
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- r.Start(ctx) }()
+	r.Eventf(pod("slow"), nil, corev1.EventTypeNormal, "Synced", "Sync", "first")
+	r.Eventf(pod("slow"), nil, corev1.EventTypeNormal, "Synced", "Sync", "second")
+	r.Eventf(pod("other"), nil, corev1.EventTypeNormal, "Synced", "Sync", "first")
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 1
+	})
+	close(release)
+	waitFor(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(order) == 3
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"create other", "create slow", "patch slow"}
+	if !slices.Equal(order, want) {
+		t.Errorf("sent %v, want %v", order, want)
 	}
 }

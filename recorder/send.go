@@ -22,9 +22,26 @@ func (r *Recorder) send(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case ev := <-r.queue:
-			r.attemptRecording(ctx, ev)
+		case q := <-r.queue:
+			r.sendInOrder(ctx, q)
 		}
+	}
+}
+
+// sendInOrder sends q's event, then the events of its key recorded while
+// it was queued or sent, in the order they were recorded.
+func (r *Recorder) sendInOrder(ctx context.Context, q queued) {
+	for ev := q.ev; ; {
+		r.attemptRecording(ctx, ev)
+		r.mu.Lock()
+		held := r.inflight[q.h]
+		if len(held) == 0 || ctx.Err() != nil {
+			delete(r.inflight, q.h)
+			r.mu.Unlock()
+			return
+		}
+		ev, r.inflight[q.h] = held[0], held[1:]
+		r.mu.Unlock()
 	}
 }
 

@@ -110,7 +110,7 @@ func (r *Recorder) record(ev *eventsv1.Event) {
 			// Another key with the same 64-bit hash (about once in 2^64
 			// pairs): send the event on its own rather than merge two
 			// keys.
-			r.enqueue(ev)
+			r.enqueue(ev, h)
 			return
 		}
 		e.count++
@@ -123,7 +123,7 @@ func (r *Recorder) record(ev *eventsv1.Event) {
 			ev.Name, ev.Namespace = name, ns
 			ev.EventTime = microTime(e.first)
 			ev.Series = &eventsv1.EventSeries{Count: e.count, LastObservedTime: microTime(now)}
-			if !r.enqueue(ev) {
+			if !r.enqueue(ev, h) {
 				return
 			}
 			e.lost = false
@@ -133,29 +133,32 @@ func (r *Recorder) record(ev *eventsv1.Event) {
 	}
 	if s, ok := r.singles[h]; ok {
 		if s.check != check { // another key's, as above
-			r.enqueue(ev)
+			r.enqueue(ev, h)
 			return
 		}
 		ev.Name = util.GenerateEventName(ev.Regarding.Name, s.first)
 		ev.EventTime = microTime(s.first)
 		ev.Series = &eventsv1.EventSeries{Count: 2, LastObservedTime: microTime(now)}
-		if !r.enqueue(ev) {
+		// ev is the sender's once queued (it decodes the answer into it).
+		ref := ev.Namespace + "/" + ev.Name
+		if !r.enqueue(ev, h) {
 			return
 		}
 		delete(r.singles, h)
-		r.series[h] = entry{check: check, ref: ev.Namespace + "/" + ev.Name, first: s.first, last: now, count: 2}
+		r.series[h] = entry{check: check, ref: ref, first: s.first, last: now, count: 2}
 		r.peakSeries = max(r.peakSeries, len(r.series))
 		return
 	}
-	if !r.enqueue(ev) {
+	named, ref := namedAfter(ev.Name, ev.Regarding.Name), ev.Namespace+"/"+ev.Name
+	if !r.enqueue(ev, h) {
 		return
 	}
-	if namedAfter(ev.Name, ev.Regarding.Name) {
+	if named {
 		r.singles[h] = single{check: check, first: now}
 		r.peakSingles = max(r.peakSingles, len(r.singles))
 		return
 	}
-	r.series[h] = entry{check: check, ref: ev.Namespace + "/" + ev.Name, first: now, last: now, count: 1}
+	r.series[h] = entry{check: check, ref: ref, first: now, last: now, count: 1}
 	r.peakSeries = max(r.peakSeries, len(r.series))
 }
 
