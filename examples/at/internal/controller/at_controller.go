@@ -213,12 +213,15 @@ var PodFields = []string{"status.phase", "status.containerStatuses.state.termina
 
 // DietCacheOptions returns base on the diet (package diet): every object's
 // managedFields kept to what the library reads, under the controller's
-// field owner (diet.CacheOptions), and the Pods kept to their metadata and
-// [PodFields]; the Pods' other settings in base (CacheByObject's label
+// field owner (diet.CacheOptions), the Ats without managedFields, and the
+// Pods kept to their metadata and [PodFields], stored compact
+// (diet.Compact); the other settings in base (CacheByObject's label
 // selector) stay. The At controller reads nothing else of them: a Pod it
 // must compare whole (drift's Ensure, when the Pod already exists) is read
-// from the API server. Pass it the options [CacheByObject] or
-// [CacheOptions] made:
+// from the API server, and nothing it does with an At reads the At's
+// managedFields (reconcile.Loop, its status and finalizer writers: only
+// drift's Ensure and compare.Diff do, and the controller never ensures an
+// At). Pass it the options [CacheByObject] or [CacheOptions] made:
 //
 //	opts, err := controller.DietCacheOptions(cache.Options{ByObject: controller.CacheByObject()})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
@@ -227,17 +230,25 @@ func DietCacheOptions(base cache.Options) (cache.Options, error) {
 	if err != nil {
 		return cache.Options{}, err
 	}
-	byObject := make(map[client.Object]cache.ByObject, len(base.ByObject)+1)
-	podSet := false
+	ats := cache.TransformStripManagedFields()
+	byObject := make(map[client.Object]cache.ByObject, len(base.ByObject)+2)
+	podSet, atSet := false, false
 	for obj, bo := range base.ByObject {
-		if _, ok := obj.(*corev1.Pod); ok {
+		switch obj.(type) {
+		case *corev1.Pod:
 			bo.Transform = then(bo.Transform, pods)
 			podSet = true
+		case *atv1.At:
+			bo.Transform = then(bo.Transform, ats)
+			atSet = true
 		}
 		byObject[obj] = bo
 	}
 	if !podSet {
 		byObject[&corev1.Pod{}] = cache.ByObject{Transform: pods}
+	}
+	if !atSet {
+		byObject[&atv1.At{}] = cache.ByObject{Transform: ats}
 	}
 	base.ByObject = byObject
 	return diet.CacheOptions(Name, base)
