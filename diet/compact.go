@@ -37,6 +37,10 @@ import (
 // the cache's own object would (client.UnsafeDisableDeepCopy then saves
 // nothing, and costs nothing).
 //
+// The fields kept are held as JSON holds them: a string that is not valid
+// UTF-8 (which the API server's JSON never carries, though its protobuf
+// may) comes back with U+FFFD in place of its invalid bytes.
+//
 // Objects that are not parts (whole objects, those of [ManagedFields]) and
 // parts of unstructured objects are stored as they come. [CacheOptions]
 // applies Compact; an operator that builds its cache options otherwise

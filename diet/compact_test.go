@@ -2,6 +2,7 @@ package diet
 
 import (
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -53,6 +54,22 @@ func fullPod() *corev1.Pod {
 	}
 }
 
+// compacted returns fullPod's part keeping paths, and what i stores of it.
+func compacted(t *testing.T, i *compactInformer, paths ...string) (kept, stored any) {
+	t.Helper()
+	fields, err := Fields(&corev1.Pod{}, paths...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if kept, err = fields(fullPod()); err != nil {
+		t.Fatal(err)
+	}
+	if stored, err = i.compact(kept); err != nil {
+		t.Fatal(err)
+	}
+	return kept, stored
+}
+
 // TestCompactPartsAreHandedOutAsTheyWereKept: a part a Fields transform
 // leaves, stored compact, is built back equal to it (every field of every
 // kind, zero values behind pointers and in lists included, the part's
@@ -69,19 +86,8 @@ func TestCompactPartsAreHandedOutAsTheyWereKept(t *testing.T) {
 		{"through lists", []string{"spec.containers.ports.containerPort", "spec.containers.resources", "status.containerStatuses.started"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fields, err := Fields(&corev1.Pod{}, tc.paths...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			kept, err := fields(fullPod())
-			if err != nil {
-				t.Fatal(err)
-			}
 			i := &compactInformer{}
-			stored, err := i.compact(kept)
-			if err != nil {
-				t.Fatal(err)
-			}
+			kept, stored := compacted(t, i, tc.paths...)
 			p, ok := stored.(*part)
 			if !ok {
 				t.Fatalf("a part is stored as %T", stored)
@@ -118,19 +124,7 @@ func TestCompactPartsAreHandedOutAsTheyWereKept(t *testing.T) {
 // function and the informer's indexer see the part of the object's own
 // type, never the compact form (a tombstone's object too).
 func TestCompactHandlersAndIndexesAreGivenParts(t *testing.T) {
-	fields, err := Fields(&corev1.Pod{}, "status.phase")
-	if err != nil {
-		t.Fatal(err)
-	}
-	kept, err := fields(fullPod())
-	if err != nil {
-		t.Fatal(err)
-	}
-	i := &compactInformer{}
-	stored, err := i.compact(kept)
-	if err != nil {
-		t.Fatal(err)
-	}
+	kept, stored := compacted(t, &compactInformer{}, "status.phase")
 	var seen []any
 	h := expandingHandler{toolscache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { seen = append(seen, obj) },
@@ -171,4 +165,50 @@ func TestCompactHandlersAndIndexesAreGivenParts(t *testing.T) {
 			t.Errorf("the indexer handed out (-kept +got):\n%s", diff)
 		}
 	}
+}
+
+// FuzzCompactPartsComeBackAsTheyWereKept: whatever the values of a Pod's
+// fields (strings, numbers, zero values behind pointers, quantities), its
+// part comes back from the compact form equal to it. Strings are held as
+// JSON holds them, so only valid UTF-8 is tried (what the API server's
+// JSON carries).
+func FuzzCompactPartsComeBackAsTheyWereKept(f *testing.F) {
+	f.Add("Succeeded", int32(0), "app", "web", "250m", int64(0), true, "")
+	f.Add("", int32(-3), "", "", "1Gi", int64(30), false, "exit \x00 code")
+	f.Fuzz(func(t *testing.T, phase string, exit int32, key, value, quantity string, grace int64, started bool, message string) {
+		for _, s := range []string{phase, key, value, message} {
+			if !utf8.ValidString(s) {
+				t.Skip()
+			}
+		}
+		q, err := resource.ParseQuantity(quantity)
+		if err != nil {
+			t.Skip()
+		}
+		pod := fullPod()
+		pod.Labels[key] = value
+		pod.Status.Phase = corev1.PodPhase(phase)
+		pod.Status.Message = message
+		pod.Spec.TerminationGracePeriodSeconds = &grace
+		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: q}
+		pod.Status.ContainerStatuses[0].Started = &started
+		pod.Status.ContainerStatuses[0].State.Terminated.ExitCode = exit
+		pod.Status.ContainerStatuses[0].State.Terminated.Message = message
+		fields, err := Fields(&corev1.Pod{}, "spec", "status")
+		if err != nil {
+			t.Fatal(err)
+		}
+		kept, err := fields(pod)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stored, err := (&compactInformer{}).compact(kept)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A quantity compares by its value: its JSON is its canonical form.
+		if diff := cmp.Diff(kept, expand(stored), cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })); diff != "" {
+			t.Errorf("(-kept +handed out):\n%s", diff)
+		}
+	})
 }

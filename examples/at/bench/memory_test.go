@@ -57,8 +57,10 @@ func memorySection(cmp comparison) string {
 				"read from the API server when it acts on them, no cache of objects), the **hand-written** At on controller-runtime,\n" +
 				"the library's At **without the diet** (`--cache-diet=false`: every At and every Pod cached whole, `managedFields`\n" +
 				"of every manager included) and as it ships (**reconcilekit**: [package diet](diet) keeps of each object's\n" +
-				"`managedFields` the entries the library reads, and of each Pod its metadata, phase and exit code;\n" +
-				"[docs/memory.md](docs/memory.md)). Medians of the rounds that ran them, with their range; ratios per round.\n\n")
+				"`managedFields` the entries the library reads (of an At, none), and of each Pod its metadata, phase and exit\n" +
+				"code, stored compact; [docs/memory.md](docs/memory.md)). Both of the library's record their events through\n" +
+				"[package recorder](recorder), without client-go's copy of each. Medians of the rounds that ran them, with\n" +
+				"their range; ratios per round.\n\n")
 			b.WriteString("| scenario | metric | bare client-go | hand-written | reconcilekit without the diet | reconcilekit | reconcilekit ÷ hand-written | reconcilekit ÷ bare | reconcilekit ÷ without the diet |\n" +
 				"|---|---|---:|---:|---:|---:|---:|---:|---:|\n")
 		}
