@@ -1,11 +1,13 @@
 package diet
 
 import (
+	"strings"
 	"testing"
 	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -92,8 +94,11 @@ func TestCompactPartsAreHandedOutAsTheyWereKept(t *testing.T) {
 			if !ok {
 				t.Fatalf("a part is stored as %T", stored)
 			}
-			if p.ManagedFields != nil {
-				t.Errorf("a compact part keeps managedFields %v", p.ManagedFields)
+			if strings.Contains(string(p.rest), "managedFields") || p.name != "at-1-abcd" || p.namespace != "ns" || p.resourceVersion != "42" || p.uid != "u1" {
+				t.Errorf("a compact part holds %+v, %s: want its names, resourceVersion and UID, and no managedFields", p, p.rest)
+			}
+			if m, err := meta.Accessor(p); err != nil || m.GetName() != "at-1-abcd" || m.GetNamespace() != "ns" || m.GetResourceVersion() != "42" {
+				t.Errorf("meta.Accessor of a compact part: %v, %v", m, err)
 			}
 			got := expand(stored)
 			if diff := cmp.Diff(kept, got); diff != "" {
