@@ -116,7 +116,7 @@ BENCH_MEMORY_ROUNDS ?= 1
 bench: ## Measure the At operator against the hand-written and the naive At, and write BENCHMARKS.md.
 	@assets="$$($(ENVTEST_ASSETS))"; \
 	out="$$(mktemp)"; trap 'rm -f "$$out"' EXIT; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./compare/ ./diet/ ./drift/ ./freshness/ ./status/ | tee "$$out"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench . -benchmem ./compare/ ./diet/ ./drift/ ./freshness/ ./recorder/ ./status/ | tee "$$out"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench '^BenchmarkAt$$' -benchtime=1x -timeout 300m ./examples/at/bench/ \
 		-args -at.n=$(BENCH_ATS) -at.workers=$(BENCH_WORKERS) -at.rounds=$(BENCH_ROUNDS) -at.spread=$(BENCH_SPREAD) -at.unrelated=$(BENCH_UNRELATED) -at.sharded=$(BENCH_SHARDED) -at.memory.rounds=$(BENCH_MEMORY_ROUNDS) \
 		$(if $(BENCH_PROFILE),-at.cpuprofile="$(abspath $(BENCH_PROFILE))") \

@@ -46,7 +46,7 @@ func (v *ints) Set(s string) error {
 
 // packageBenchmarks are the packages whose benchmarks `make bench` runs
 // beside the At's, as the Makefile passes them to go test.
-const packageBenchmarks = "./compare/ ./diet/ ./drift/ ./freshness/ ./status/"
+const packageBenchmarks = "./compare/ ./diet/ ./drift/ ./freshness/ ./recorder/ ./status/"
 
 var (
 	benchSizes   = ints{20}
@@ -209,12 +209,13 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 		r.WriteString(shardedSection(*cmp.sharded))
 	}
 	if len(diff) > 0 {
-		fmt.Fprintf(&r, "\n## The packages (compare, diet, drift, freshness, status)\n\n")
+		fmt.Fprintf(&r, "\n## The packages (compare, diet, drift, freshness, recorder, status)\n\n")
 		fmt.Fprintf(&r, "`go test -run '^$' -bench . -benchmem %s`, in the same run; the benchmarks that talk to an API\n"+
 			"server use envtest. compare: a Deployment as the API server returns it (defaulted) compared with the\n"+
 			"desired one; diet: the bytes a cache holds per object of the At's shapes, whole and on the diet (B/object;\n"+
 			"its ns/op is the time to list them into a cache); drift: Ensure's requests per converged call; freshness: a read through the guard against a plain\n"+
-			"client, and the tracker's memory per remembered write; status: the writer's no-op against a deep copy and\n"+
+			"client, and the tracker's memory per remembered write; recorder: the heap client-go's event broadcaster and a\n"+
+			"Recorder keep per event sent (10,000 events); status: the writer's no-op against a deep copy and\n"+
 			"controller-runtime's MergeFrom, and its status encoding against the whole-object encoding it replaced.\n\n"+
 			"Each ratio is the row's ns/op over that of the row named in \"compared with\", so its direction depends on\n"+
 			"the group: in compare's Compare groups that row is `compare.Diff` itself, and a ratio below 1 is an\n"+
