@@ -272,38 +272,20 @@ func (i *compactInformer) keptWhole(v reflect.Value) any {
 		if v.IsNil() {
 			return nil
 		}
+		if k := t.Key(); k.Kind() != reflect.String || k.Implements(textMarshaler) {
+			// A key encoding/json writes otherwise: the map whole, as it
+			// writes it.
+			return v.Interface()
+		}
 		out := make(map[string]any, v.Len())
 		it := v.MapRange()
 		for it.Next() {
-			key, err := mapKey(it.Key())
-			if err != nil {
-				return v.Interface() // encoding/json decides, as for the whole object
-			}
-			out[key] = i.keptWhole(it.Value())
+			out[it.Key().String()] = i.keptWhole(it.Value())
 		}
 		return out
 	default:
 		return v.Interface()
 	}
-}
-
-// mapKey is the JSON key encoding/json writes for a map key.
-func mapKey(k reflect.Value) (string, error) {
-	if k.Kind() == reflect.String {
-		return k.String(), nil
-	}
-	b, err := json.Marshal(map[any]struct{}{k.Interface(): {}})
-	if err != nil {
-		return "", err
-	}
-	var m map[string]struct{}
-	if err := json.Unmarshal(b, &m); err != nil {
-		return "", err
-	}
-	for key := range m {
-		return key, nil
-	}
-	return "", fmt.Errorf("diet: map key %v", k)
 }
 
 // expand returns obj built whole when it is a part, and obj otherwise.
