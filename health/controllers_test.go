@@ -295,8 +295,11 @@ func TestRolloutKeepsTheParentReconcilingUntilAvailable(t *testing.T) {
 					statusWrites++
 				}
 			}
+			rec.mu.Lock()
+			versions := len(rec.deployments) // the watch goes on appending
+			rec.mu.Unlock()
 			t.Logf("rollout of 3 replicas: %d Widget status writes, %d reconciles, %d Deployment versions stored",
-				statusWrites, mgr.Reconciles.Count(key)-before, len(rec.deployments))
+				statusWrites, mgr.Reconciles.Count(key)-before, versions)
 		})
 	}
 }
