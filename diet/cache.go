@@ -18,14 +18,16 @@ import (
 // has one), and runs after the Transform of every ByObject and
 // DefaultNamespaces entry that has its own (a [Fields] transform among
 // them: ManagedFields keeps the entry it leaves). base's maps are not
-// changed. The parts [Fields] transforms leave are stored compact
-// ([Compact]). fieldOwner is the name the operator's writers write under; an
+// changed. After ManagedFields, the strings many objects hold alike share
+// one copy ([Intern]), and the parts [Fields] transforms leave are stored
+// compact ([Compact]). fieldOwner is the name the operator's writers write under; an
 // empty one is an error wrapping errors.ErrNoFieldOwner.
 func CacheOptions(fieldOwner string, base cache.Options, opts ...Option) (cache.Options, error) {
 	mf, err := ManagedFields(fieldOwner, opts...)
 	if err != nil {
 		return cache.Options{}, err
 	}
+	mf = then(mf, Intern())
 	base.DefaultTransform = then(base.DefaultTransform, mf)
 	if base.ByObject != nil {
 		byObject := make(map[client.Object]cache.ByObject, len(base.ByObject))

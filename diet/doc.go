@@ -23,12 +23,15 @@
 //     the fields it names ("status.phase"), and marks the object as a part
 //     ([IsPartial]); the library's functions that need a whole object read
 //     it whole, or refuse it, instead of mistaking a part for drift.
+//   - [Intern] makes the strings many objects hold alike (their namespace,
+//     finalizers, label keys and values, the type, status and reason of
+//     their conditions) share one copy instead of one per object.
 //   - [Compact] stores those parts compact (a part of a Go type otherwise
 //     takes the type's whole struct: 1,240 bytes for a corev1.Pod before
 //     any field is set) and hands every reader the part as before.
 //
-// [CacheOptions] puts a whole manager on ManagedFields, and its parts on
-// Compact, in one line:
+// [CacheOptions] puts a whole manager on ManagedFields and Intern, and its
+// parts on Compact, in one line:
 //
 //	opts, err := diet.CacheOptions("app-controller", cache.Options{})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})

@@ -2,7 +2,9 @@ package diet_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"unsafe"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -70,6 +72,35 @@ func ExampleManagedFields() {
 	}
 	// Output:
 	// at-controller Update
+}
+
+// Strings shared: two Pods decoded apart each bring their own copy of their
+// namespace and of their condition's type; after Intern, the second holds
+// the first's. A cache that is not on the whole diet can run it alone.
+func ExampleIntern() {
+	opts := cache.Options{DefaultTransform: diet.Intern()}
+	decode := func(name string) *corev1.Pod {
+		pod := &corev1.Pod{}
+		doc := `{"metadata":{"name":"` + name + `","namespace":"team-a"},"status":{"conditions":[{"type":"Ready","status":"True"}]}}`
+		if err := json.Unmarshal([]byte(doc), pod); err != nil {
+			panic(err)
+		}
+		return pod
+	}
+	a, b := decode("a"), decode("b")
+	sameCopy := func() bool { return unsafe.StringData(a.Namespace) == unsafe.StringData(b.Namespace) }
+	fmt.Println("one copy of the namespace before:", sameCopy())
+	for _, pod := range []*corev1.Pod{a, b} {
+		if _, err := opts.DefaultTransform(pod); err != nil {
+			panic(err)
+		}
+	}
+	fmt.Println("one copy of the namespace after:", sameCopy())
+	fmt.Println(b.Namespace, b.Name, b.Status.Conditions[0].Type)
+	// Output:
+	// one copy of the namespace before: false
+	// one copy of the namespace after: true
+	// team-a b Ready
 }
 
 // Parts stored compact: an informer built with the options Compact returns

@@ -515,14 +515,42 @@ func key(obj metav1.Object) string {
 	return obj.GetName()
 }
 
-// note records in into what an event sent to the informer does to what it
-// holds.
-func (f *follower) note(in map[string]known, ev watch.Event, obj metav1.Object) {
+// noted is what an event does to what the informer holds, read from its
+// object before the informer gets it: from then on the object is the
+// informer's, and its transforms may change it in place.
+type noted struct {
+	typ watch.EventType
+	key string
+	known
+	// initialEnd marks the bookmark that ends a watch's initial events.
+	initialEnd bool
+}
+
+// noting reads what ev does to what the informer holds; false for an event
+// without an object's metadata.
+func (f *follower) noting(ev watch.Event) (noted, bool) {
+	obj, err := meta.Accessor(ev.Object)
+	if err != nil {
+		return noted{}, false
+	}
+	n := noted{typ: ev.Type, key: key(obj)}
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		in[key(obj)] = known{uid: obj.GetUID(), i: f.index(obj)}
+		n.known = known{uid: obj.GetUID(), i: f.index(obj)}
+	case watch.Bookmark:
+		n.initialEnd = obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true"
+	}
+	return n, true
+}
+
+// note records in into what an event sent to the informer does to what it
+// holds.
+func (f *follower) note(in map[string]known, n noted) {
+	switch n.typ {
+	case watch.Added, watch.Modified:
+		in[n.key] = n.known
 	case watch.Deleted:
-		delete(in, key(obj))
+		delete(in, n.key)
 	}
 }
 
@@ -666,6 +694,7 @@ func (w *followWatch) run(ctx context.Context) {
 			if !w.pass(ev) {
 				continue
 			}
+			n, ok := w.f.noting(ev)
 			if !w.send(ev) {
 				return
 			}
@@ -674,7 +703,9 @@ func (w *followWatch) run(ctx context.Context) {
 				// again: nothing more to follow here.
 				return
 			}
-			w.sent(ev)
+			if ok {
+				w.sent(n)
+			}
 		}
 	}
 }
@@ -776,23 +807,19 @@ func (w *followWatch) pass(ev watch.Event) bool {
 
 // sent records what an event the informer has received does to what it
 // holds. Only then: an event the informer never got changes nothing.
-func (w *followWatch) sent(ev watch.Event) {
-	obj, err := meta.Accessor(ev.Object)
-	if err != nil {
-		return
-	}
+func (w *followWatch) sent(n noted) {
 	switch {
-	case ev.Type == watch.Bookmark:
-		if !w.ready && obj.GetAnnotations()[metav1.InitialEventsAnnotationKey] == "true" {
+	case n.typ == watch.Bookmark:
+		if !w.ready && n.initialEnd {
 			// The informer replaces what it holds with the initial events.
 			w.ready = true
 			w.f.current(w.gen, func() { w.f.known, w.f.covered = w.initial, w.covered })
 			w.initial = nil
 		}
 	case !w.ready:
-		w.f.note(w.initial, ev, obj)
+		w.f.note(w.initial, n)
 	default:
-		w.f.current(w.gen, func() { w.f.note(w.f.known, ev, obj) })
+		w.f.current(w.gen, func() { w.f.note(w.f.known, n) })
 	}
 }
 
@@ -832,11 +859,9 @@ func (w *followWatch) follow(ctx context.Context) bool {
 			return false
 		}
 		for _, obj := range gone {
-			if !w.send(watch.Event{Type: watch.Deleted, Object: obj}) {
-				return false
-			}
-			m, _ := meta.Accessor(obj)
-			if !f.current(w.gen, func() { delete(f.known, key(m)) }) {
+			ev := watch.Event{Type: watch.Deleted, Object: obj}
+			n, _ := f.noting(ev)
+			if !w.send(ev) || !f.current(w.gen, func() { f.note(f.known, n) }) {
 				return false
 			}
 			sent = true
@@ -873,8 +898,8 @@ func (w *followWatch) follow(ctx context.Context) bool {
 		f.tracef("follow gen %d listed %d", w.gen, len(items))
 		for _, item := range f.inSet(items, added) {
 			ev := watch.Event{Type: watch.Added, Object: item}
-			obj, _ := meta.Accessor(item)
-			if !w.send(ev) || !f.current(w.gen, func() { f.note(f.known, ev, obj) }) {
+			n, _ := f.noting(ev)
+			if !w.send(ev) || !f.current(w.gen, func() { f.note(f.known, n) }) {
 				return false
 			}
 			sent = true
