@@ -55,7 +55,9 @@
 // # Memory
 //
 // Memory is bounded: an entry is dropped as soon as a read or an informer
-// event shows the cache has caught up, entries older than [Tracker.TTL] are
+// event shows the cache has caught up, a write the informer has already
+// delivered when it returns (the event often travels faster than the
+// answer) is not kept at all, entries older than [Tracker.TTL] are
 // dropped, and there are never more than [Tracker.MaxEntries]. Each entry
 // costs a few hundred bytes (BenchmarkTrackerMemory measures it; the figure
 // is in BENCHMARKS.md), so the default bound of 50,000 entries is a few tens

@@ -261,6 +261,18 @@ func (t *Tracker) record(k key, obj metav1.Object, created bool) {
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	if t.deliveredLocked(k, rv) {
+		// The informer delivered this write before the write returned (a
+		// busy process reads its answers late): the cache holds it or
+		// something newer, as when observe drops an entry. Keeping it would
+		// hold memory until the TTL for nothing.
+		if el, ok := t.entries[k]; ok {
+			if c, err := resourceversion.CompareResourceVersion(el.Value.(*entry).rv, rv); err == nil && c <= 0 {
+				t.dropLocked(k)
+			}
+		}
+		return
+	}
 	e := t.upsert(k)
 	if !e.deleted && e.rv != "" && e.uid == obj.GetUID() {
 		if c, err := resourceversion.CompareResourceVersion(e.rv, rv); err == nil && c > 0 {
@@ -401,6 +413,23 @@ func (t *Tracker) caughtUpLocked(wk watchKey, e entry) bool {
 	}
 	c, err := resourceversion.CompareResourceVersion(seen, e.rv)
 	return err == nil && c >= 0
+}
+
+// deliveredLocked reports whether an informer of k's kind has delivered an
+// event of k's namespace at or past rv: the cache of that informer has
+// applied the write that returned rv. t.mu is held.
+func (t *Tracker) deliveredLocked(k key, rv string) bool {
+	for wk, byNS := range t.seen {
+		if wk.gvk != k.gvk {
+			continue
+		}
+		if seen, ok := byNS[k.namespace]; ok {
+			if c, err := resourceversion.CompareResourceVersion(seen, rv); err == nil && c >= 0 {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // isFresh is fresh, or the informer of the read's form has gone past the

@@ -636,6 +636,69 @@ func TestTenThousandWritesAndDeletionsLeaveNothingBehind(t *testing.T) {
 	}
 }
 
+// eagerClient is a sequencedClient whose informer delivers each creation
+// before the Create returns, as a busy process's informer often does.
+type eagerClient struct {
+	sequencedClient
+	l *laggingCache
+}
+
+func (e *eagerClient) Create(ctx context.Context, obj client.Object, opts ...client.CreateOption) error {
+	if err := e.sequencedClient.Create(ctx, obj, opts...); err != nil {
+		return err
+	}
+	e.l.fire(obj.DeepCopyObject().(*corev1.ConfigMap), false)
+	return nil
+}
+
+// TestAWriteTheInformerDeliveredFirstIsNotRemembered: when the informer
+// delivers a write before the write returns, the cache already holds it:
+// the tracker keeps no entry for it (it would hold memory until the TTL),
+// and one it kept for an older write of the object goes too. 10,000 such
+// creations leave the tracker empty, and a read right after each is
+// served at once.
+func TestAWriteTheInformerDeliveredFirstIsNotRemembered(t *testing.T) {
+	l := newLaggingCache()
+	tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Hour}
+	api := &eagerClient{l: l}
+	c := tracker.Wrap(api)
+	ctx := t.Context()
+	if err := c.Get(ctx, client.ObjectKey{Namespace: "default", Name: "first"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	for i := range 10_000 {
+		if err := c.Create(ctx, configMap(fmt.Sprint("cm-", i), "x")); err != nil {
+			t.Fatal(err)
+		}
+		if n := tracker.Len(); n != 0 {
+			t.Fatalf("after creation %d the tracker remembers %d writes, want 0: the informer delivered each first", i+1, n)
+		}
+	}
+
+	// An entry kept for an older write of an object goes when a newer
+	// write of it returns already delivered (here, the informer went past
+	// it on another object's event).
+	quiet := tracker.Wrap(&api.sequencedClient) // the informer delivers none of these
+	if err := quiet.Create(ctx, configMap("slow", "x")); err != nil {
+		t.Fatal(err)
+	}
+	if n := tracker.Len(); n != 1 {
+		t.Fatalf("a write the informer has not delivered: %d entries, want 1", n)
+	}
+	other := configMap("other", "x")
+	other.ResourceVersion = strconv.Itoa(api.rv + 5)
+	l.fire(other, false)
+	if n := tracker.Len(); n != 1 {
+		t.Fatalf("another object's event: %d entries, want 1 (it is not the object written)", n)
+	}
+	if err := quiet.Create(ctx, configMap("slow", "y")); err != nil {
+		t.Fatal(err)
+	}
+	if n := tracker.Len(); n != 0 {
+		t.Errorf("a newer write of the object the informer had gone past left %d entries, want 0", n)
+	}
+}
+
 // TestValidateRefusesNegativeBounds: a negative TTL or MaxEntries is a
 // mistake (zero is the default), refused by Validate with an error that
 // names the field; a negative MaxWait is valid (never wait).
