@@ -20,8 +20,8 @@ import (
 // them: ManagedFields keeps the entry it leaves). base's maps are not
 // changed. After ManagedFields, the strings many objects hold alike share
 // one copy ([Intern]), and the parts [Fields] transforms leave are stored
-// compact ([Compact]). fieldOwner is the name the operator's writers write under; an
-// empty one is an error wrapping errors.ErrNoFieldOwner.
+// compact ([Compact]). fieldOwner is the name the operator's writers write
+// under; an empty one is an error wrapping errors.ErrNoFieldOwner.
 func CacheOptions(fieldOwner string, base cache.Options, opts ...Option) (cache.Options, error) {
 	mf, err := ManagedFields(fieldOwner, opts...)
 	if err != nil {

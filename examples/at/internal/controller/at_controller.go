@@ -213,15 +213,15 @@ var PodFields = []string{"status.phase", "status.containerStatuses.state.termina
 
 // DietCacheOptions returns base on the diet (package diet): every object's
 // managedFields kept to what the library reads, under the controller's
-// field owner (diet.CacheOptions), the Ats without managedFields, and the
-// Pods kept to their metadata and [PodFields], stored compact
-// (diet.Compact); the other settings in base (CacheByObject's label
-// selector) stay. The At controller reads nothing else of them: a Pod it
-// must compare whole (drift's Ensure, when the Pod already exists) is read
-// from the API server, and nothing it does with an At reads the At's
-// managedFields (reconcile.Loop, its status and finalizer writers: only
-// drift's Ensure and compare.Diff do, and the controller never ensures an
-// At). Pass it the options [CacheByObject] or [CacheOptions] made:
+// field owner (diet.CacheOptions), the Ats without managedFields, the
+// strings objects hold alike in one copy (diet.Intern), and the Pods kept to
+// their metadata and [PodFields], stored compact (diet.Compact); the other
+// settings in base (CacheByObject's label selector) stay. The At controller
+// reads nothing else of them: a Pod it must compare whole (drift's Ensure,
+// when the Pod already exists) is read from the API server, and nothing it
+// does with an At reads the At's managedFields (reconcile.Loop, its status
+// and finalizer writers: only drift's Ensure and compare.Diff do, and the
+// controller never ensures an At). Pass it the options [CacheByObject] or [CacheOptions] made:
 //
 //	opts, err := controller.DietCacheOptions(cache.Options{ByObject: controller.CacheByObject()})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
