@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"sync"
 	"time"
-	"unique"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -126,6 +125,9 @@ type compactInformer struct {
 	mu     sync.Mutex
 	shapes map[reflect.Type]*shape
 	fields map[reflect.Type]map[string][]int
+	// namespaces holds one copy of each namespace the parts name; mu
+	// guards it.
+	namespaces interner
 }
 
 // SetTransform implements toolscache.SharedInformer: f, then compact.
@@ -158,7 +160,7 @@ func (i *compactInformer) compact(in any) (any, error) {
 	v := reflect.ValueOf(in).Elem()
 	meta := v.FieldByIndex(s.meta).Interface().(metav1.ObjectMeta) // a copy
 	// Many objects share a namespace: held once.
-	p := &part{name: meta.Name, namespace: unique.Make(meta.Namespace).Value(), resourceVersion: meta.ResourceVersion, uid: meta.UID, shape: s}
+	p := &part{name: meta.Name, namespace: i.namespaces.intern(meta.Namespace), resourceVersion: meta.ResourceVersion, uid: meta.UID, shape: s}
 	meta.Name, meta.Namespace, meta.ResourceVersion, meta.UID, meta.ManagedFields = "", "", "", "", nil
 	rest := map[string]any{}
 	for name, index := range i.jsonFields(v.Type()) {

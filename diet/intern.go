@@ -55,7 +55,7 @@ type interner struct {
 }
 
 // intern returns the interner's copy of s, adding s when it has none.
-// Callers hold mu.
+// Callers hold mu, or a lock of their own that guards the interner.
 func (in *interner) intern(s string) string {
 	if s == "" || len(s) > internMaxLen {
 		return s
@@ -72,7 +72,8 @@ func (in *interner) intern(s string) string {
 
 // transform interns the strings of obj that Intern names.
 func (in *interner) transform(obj any) (any, error) {
-	if v := reflect.ValueOf(obj); v.Kind() == reflect.Pointer && v.IsNil() {
+	v := reflect.ValueOf(obj)
+	if v.Kind() == reflect.Pointer && v.IsNil() {
 		return obj, nil
 	}
 	switch o := obj.(type) {
@@ -81,10 +82,10 @@ func (in *interner) transform(obj any) (any, error) {
 		in.unstructured(o.Object)
 		in.mu.Unlock()
 	case metav1.Object:
-		plan := in.plan(reflect.TypeOf(obj))
+		plan := in.plan(v.Type())
 		in.mu.Lock()
 		in.meta(o)
-		plan.intern(reflect.ValueOf(obj), in)
+		plan.intern(v, in)
 		in.mu.Unlock()
 	}
 	return obj, nil
@@ -228,10 +229,10 @@ func planConditions(t reflect.Type) *conditionsPlan {
 	return p
 }
 
-// intern interns the planned fields of the conditions of v, a pointer to
-// the plan's struct. Callers hold in.mu.
+// intern interns the planned fields of the conditions of v, a non-nil
+// pointer to the plan's struct. Callers hold in.mu.
 func (p *conditionsPlan) intern(v reflect.Value, in *interner) {
-	if p == nil || v.IsNil() {
+	if p == nil {
 		return
 	}
 	conds := v.Elem().Field(p.status).Field(p.conditions)

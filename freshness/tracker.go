@@ -416,17 +416,13 @@ func (t *Tracker) caughtUpLocked(wk watchKey, e entry) bool {
 }
 
 // deliveredLocked reports whether an informer of k's kind has delivered an
-// event of k's namespace at or past rv: the cache of that informer has
-// applied the write that returned rv. t.mu is held.
+// event of k's namespace at or past rv (caughtUpLocked, for any form): the
+// cache of that informer has applied the write that returned rv. t.mu is
+// held.
 func (t *Tracker) deliveredLocked(k key, rv string) bool {
-	for wk, byNS := range t.seen {
-		if wk.gvk != k.gvk {
-			continue
-		}
-		if seen, ok := byNS[k.namespace]; ok {
-			if c, err := resourceversion.CompareResourceVersion(seen, rv); err == nil && c >= 0 {
-				return true
-			}
+	for wk := range t.seen {
+		if wk.gvk == k.gvk && t.caughtUpLocked(wk, entry{key: k, rv: rv}) {
+			return true
 		}
 	}
 	return false

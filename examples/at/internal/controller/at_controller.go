@@ -221,7 +221,8 @@ var PodFields = []string{"status.phase", "status.containerStatuses.state.termina
 // when the Pod already exists) is read from the API server, and nothing it
 // does with an At reads the At's managedFields (reconcile.Loop, its status
 // and finalizer writers: only drift's Ensure and compare.Diff do, and the
-// controller never ensures an At). Pass it the options [CacheByObject] or [CacheOptions] made:
+// controller never ensures an At). Pass it the options [CacheByObject] or
+// [CacheOptions] made:
 //
 //	opts, err := controller.DietCacheOptions(cache.Options{ByObject: controller.CacheByObject()})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
