@@ -234,9 +234,10 @@ func (m *Member) timings() (leaseDuration, renewDeadline, retryPeriod time.Durat
 func (m *Member) NeedLeaderElection() bool { return false }
 
 // Start runs the member until ctx ends: it keeps its member Lease renewed
-// and holds its share of the ranges. When ctx ends it gives up every range
-// (drained, then released) and deletes its member Lease, so that the other
-// replicas take its ranges at once. A Member starts once; one that
+// and holds its share of the ranges. When ctx ends it deletes its member
+// Lease, so that the other replicas count it out at once, and gives up every
+// range (drained, then released): the others take each in their first round
+// that sees it released. A Member starts once; one that
 // [Member.Validate] refuses does not start.
 func (m *Member) Start(ctx context.Context) error {
 	if err := m.Validate(); err != nil {
@@ -286,7 +287,17 @@ func (m *Member) Start(ctx context.Context) error {
 		t.Stop()
 	}
 
-	// Stopping: give up every range, then say we are gone.
+	// Stopping: say we are gone, then give up every range. The member
+	// Lease goes first so that the others count this replica out while
+	// its ranges drain, and take each range in their first round that
+	// sees it released (not one round later, once the member Lease is
+	// gone too).
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry)
+	defer cancel()
+	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
+	}
 	m.mu.Lock()
 	var leaving []chan struct{}
 	for i := range m.electing {
@@ -298,12 +309,6 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	for _, done := range leaving {
 		<-done
-	}
-	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry)
-	defer cancel()
-	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
 	}
 	return nil
 }

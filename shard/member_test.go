@@ -398,6 +398,67 @@ func TestARangeIsReleasedOnlyAfterItsWorkEnds(t *testing.T) {
 	t.Logf("b took its share %s after a's work ended", g.waitBalanced("a", "b"))
 }
 
+// TestAStoppingMemberIsCountedOutWhileItsRangesDrain proves the order of a
+// graceful stop: the stopping replica's member Lease is gone while its
+// ranges, with work still in flight, are still its own, so that the others
+// already count it out when each range is released and take it in their
+// first round that sees it free (with the member Lease deleted last, they
+// would wait a round more on a loaded machine).
+func TestAStoppingMemberIsCountedOutWhileItsRangesDrain(t *testing.T) {
+	g := newGroup(t)
+	g.start("a")
+	b := g.start("b")
+	g.waitBalanced("a", "b")
+	// Hold a piece of work in one range of b.
+	var done func()
+	for _, o := range objects(400) {
+		if held := b.m.Held(); len(held) > 0 && held[0].Contains(o) {
+			var err error
+			if _, done, err = b.m.Enter(context.Background(), o); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+	}
+	if done == nil {
+		t.Fatal("no object of b's first range among 400")
+	}
+	done = sync.OnceFunc(done)
+	t.Cleanup(done) // before b's own cleanup waits for its drain
+	b.cancel()
+	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, settleLimit, true, func(context.Context) (bool, error) {
+		for _, l := range g.groupLeases() {
+			if l.Labels[shard.MemberLabel] == "true" && ptr.Deref(l.Spec.HolderIdentity, "") == "b" {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("the member Lease of b, stopping, was still there after %s", settleLimit)
+	}
+	var draining []string
+	for _, l := range g.groupLeases() {
+		if l.Labels[shard.MemberLabel] != "true" && ptr.Deref(l.Spec.HolderIdentity, "") == "b" {
+			draining = append(draining, l.Name)
+		}
+	}
+	if len(draining) == 0 {
+		t.Errorf("b's member Lease went only after b released every range; want it gone while a range's work drains")
+	}
+	select {
+	case <-b.done:
+		t.Errorf("b stopped with work in flight in its range")
+	default:
+	}
+	done()
+	<-b.done
+	g.mu.Lock()
+	delete(g.replicas, "b")
+	g.mu.Unlock()
+	t.Logf("with b's member Lease gone while %v drained, a took every range %s after the work ended", draining, g.waitBalanced("a"))
+}
+
 // TestAMemberWithBadSettingsSaysWhatIsWrong checks the validation: Start
 // refuses, permanent, a Member Validate refuses, naming what is wrong.
 func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
