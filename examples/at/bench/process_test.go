@@ -27,7 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
-	"github.com/reconcilekit/reconcilekit/internal/restart"
+	"github.com/reconcilekit/reconcilekit/internal/procs"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
@@ -157,10 +157,10 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 			tb.Errorf("stopping the audited control plane: %v", err)
 		}
 	})
-	if p.apiserverPID, err = restart.ChildWith("kube-apiserver", "--audit-log-path="+p.auditLog); err != nil {
+	if p.apiserverPID, err = procs.ChildWith("kube-apiserver", "--audit-log-path="+p.auditLog); err != nil {
 		tb.Fatal(err)
 	}
-	if p.etcdPID, err = restart.ChildWith("etcd", "--data-dir="+p.te.ControlPlane.Etcd.DataDir); err != nil {
+	if p.etcdPID, err = procs.ChildWith("etcd", "--data-dir="+p.te.ControlPlane.Etcd.DataDir); err != nil {
 		tb.Fatal(err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000

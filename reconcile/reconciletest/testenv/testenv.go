@@ -107,6 +107,9 @@ type Env struct {
 	// numbers certificates without a lock, and parallel tests ask for
 	// kubeconfigs at once.
 	users *sync.Mutex
+	// watchdog stops the processes this Env started if the test process
+	// dies without stopping them.
+	watchdog *watchdog
 }
 
 // addUser adds a cluster-admin user named name to te, one at a time.
@@ -139,6 +142,11 @@ func FindAssets() (string, error) {
 // with [Env.Stop]. Without binaries it returns an error wrapping
 // [ErrNoAssets]. Most tests want [Main] instead, which starts one per
 // package and decides whether to skip.
+//
+// If the test process ends without stopping it (a test that panics or
+// runs past -timeout, an interrupt, os.Exit from a test), a watchdog (a
+// small sh process, on Linux) kills the plane's processes and removes their
+// directories; before, they kept running, with their CPU, memory and ports.
 func Start(opts Options) (*Env, error) {
 	env := &Env{}
 	if err := env.start(opts); err != nil {
@@ -191,6 +199,7 @@ func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 		_ = e.stopControllers()
 		return nil, err
 	}
+	e.watchdog = guard(planeProcesses("", "", e.extra))
 	return e, nil
 }
 
@@ -257,6 +266,11 @@ func (e *Env) start(opts Options) error {
 	if e.waitTimeout <= 0 {
 		e.waitTimeout = DefaultWaitTimeout
 	}
+	var certDir, dataDir string
+	if cp := te.ControlPlane; cp.APIServer != nil && cp.Etcd != nil {
+		certDir, dataDir = cp.APIServer.CertDir, cp.Etcd.DataDir
+	}
+	e.watchdog = guard(planeProcesses(certDir, dataDir, e.extra))
 	return nil
 }
 
@@ -272,7 +286,12 @@ func (e *Env) Stop() error {
 	if !e.attached {
 		err = errors.Join(err, e.te.Stop())
 	}
-	e.Config, e.te, e.reader = nil, nil, nil
+	if err == nil {
+		// Otherwise it stays armed, and ends what is left when the test
+		// process exits.
+		e.watchdog.dismiss()
+	}
+	e.Config, e.te, e.reader, e.watchdog = nil, nil, nil, nil
 	e.reason = "testenv: the control plane was stopped"
 	if err != nil {
 		return fmt.Errorf("testenv: stopping the control plane: %w", err)
@@ -296,7 +315,9 @@ func (e *Env) Stop() error {
 // saying how to get them; elsewhere the tests run and those that need the
 // API server skip, with the same message. A fuzzing run (its coordinator and
 // workers run TestMain too) starts no control plane: fuzz targets test pure
-// functions. env.Scheme is filled in every case.
+// functions. env.Scheme is filled in every case. A test that panics or runs
+// past -timeout ends the process before Main stops the plane: its watchdog
+// does (see [Start]).
 func Main(m *testing.M, env *Env, opts Options) {
 	os.Exit(run(m, env, opts))
 }

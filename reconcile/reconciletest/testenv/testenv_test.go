@@ -28,7 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/reconcilekit/reconcilekit/internal/restart"
+	"github.com/reconcilekit/reconcilekit/internal/procs"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -578,7 +578,7 @@ func TestStartStopsWhatItStartedWhenItFails(t *testing.T) {
 // kube-apiserver or etcd, by process ID.
 func planeChildren(t *testing.T) map[int]string {
 	t.Helper()
-	kids, err := restart.Children("kube-apiserver", "etcd")
+	kids, err := procs.Children("kube-apiserver", "etcd")
 	if err != nil {
 		t.Skipf("no /proc to find child processes in: %v", err)
 	}
