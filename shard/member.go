@@ -122,6 +122,11 @@ type Member struct {
 	members  map[string]observed // member Lease name -> last change seen
 	rangeObs map[string]observed // range Lease name -> last change seen
 	leaving  map[int]chan struct{}
+	// departed, set when the Member stops, is closed once its member
+	// Lease is deleted (or that failed): a range given up from then on
+	// admits no work at once but is released only after it, so that the
+	// others no longer count this replica when they see it free.
+	departed <-chan struct{}
 	started  bool
 	acquired []func(context.Context, ranges.Range) // see onAcquire
 	// epochs numbers the holdings: each acquisition of a range is a new
@@ -234,10 +239,10 @@ func (m *Member) timings() (leaseDuration, renewDeadline, retryPeriod time.Durat
 func (m *Member) NeedLeaderElection() bool { return false }
 
 // Start runs the member until ctx ends: it keeps its member Lease renewed
-// and holds its share of the ranges. When ctx ends it deletes its member
-// Lease, so that the other replicas count it out at once, and gives up every
-// range (drained, then released): the others take each in their first round
-// that sees it released. A Member starts once; one that
+// and holds its share of the ranges. When ctx ends it gives up every range
+// (no new work at once; drained, then released) and deletes its member
+// Lease before it releases any, so that the other replicas, which no longer
+// count it, take each range in their first round that sees it released. A Member starts once; one that
 // [Member.Validate] refuses does not start.
 func (m *Member) Start(ctx context.Context) error {
 	if err := m.Validate(); err != nil {
@@ -287,18 +292,14 @@ func (m *Member) Start(ctx context.Context) error {
 		t.Stop()
 	}
 
-	// Stopping: say we are gone, then give up every range. The member
-	// Lease goes first so that the others count this replica out while
-	// its ranges drain, and take each range in their first round that
-	// sees it released (not one round later, once the member Lease is
-	// gone too).
-	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), retry)
-	defer cancel()
-	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
-	}
+	// Stopping: every range stops admitting work at once and drains,
+	// while the member Lease is deleted; each is released only after
+	// that, so that the others count this replica out when they see its
+	// ranges free, and take each in their first round that does (not one
+	// round later, once the member Lease is gone too).
+	departed := make(chan struct{})
 	m.mu.Lock()
+	m.departed = departed
 	var leaving []chan struct{}
 	for i := range m.electing {
 		leaving = append(leaving, m.leave(context.WithoutCancel(ctx), i))
@@ -307,6 +308,14 @@ func (m *Member) Start(ctx context.Context) error {
 		leaving = append(leaving, done)
 	}
 	m.mu.Unlock()
+	_, rd, _ := m.timings()
+	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), rd)
+	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
+	cancel()
+	if err != nil && !apierrors.IsNotFound(err) {
+		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
+	}
+	close(departed)
 	for _, done := range leaving {
 		<-done
 	}
@@ -620,6 +629,7 @@ func (m *Member) leave(ctx context.Context, i int) chan struct{} {
 		return done
 	}
 	m.leaving[i] = done
+	departed := m.departed
 	h := m.held[i]
 	if h != nil && !h.draining {
 		h.draining = true
@@ -648,6 +658,9 @@ func (m *Member) leave(ctx context.Context, i int) chan struct{} {
 				log.FromContext(ctx).Info("releasing a range whose work did not drain in time; its work's contexts are cancelled",
 					"range", m.ranges[i].String(), "drainTimeout", drain)
 			}
+		}
+		if departed != nil {
+			<-departed
 		}
 		e.cancel()
 		<-e.done

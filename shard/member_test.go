@@ -426,7 +426,15 @@ func TestAStoppingMemberIsCountedOutWhileItsRangesDrain(t *testing.T) {
 	done = sync.OnceFunc(done)
 	t.Cleanup(done) // before b's own cleanup waits for its drain
 	b.cancel()
+	// No new work in any of b's ranges, at once: its work is refused
+	// while the member Lease is being deleted, not after.
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, settleLimit, true, func(context.Context) (bool, error) {
+		return len(b.m.Held()) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("b, stopping, still admits work in %s", b.m.Held())
+	}
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, settleLimit, true, func(context.Context) (bool, error) {
 		for _, l := range g.groupLeases() {
 			if l.Labels[shard.MemberLabel] == "true" && ptr.Deref(l.Spec.HolderIdentity, "") == "b" {
 				return false, nil
