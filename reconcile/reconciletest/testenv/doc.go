@@ -7,7 +7,8 @@
 //
 //   - a control plane per package ([Main], from TestMain) or by hand
 //     ([Start]), with a namespace per test ([Env.Namespace]) so parallel
-//     tests share it safely;
+//     tests share it safely, which does not outlive the test process when
+//     a test panics or runs past -timeout (on Linux);
 //   - uncached clients that read what the server stored ([Env.Client],
 //     [Env.CountingClient]);
 //   - a [Manager] per test: every request it sends, from every client

@@ -145,8 +145,11 @@ func FindAssets() (string, error) {
 //
 // If the test process ends without stopping it (a test that panics or
 // runs past -timeout, an interrupt, os.Exit from a test), a watchdog (a
-// small sh process, on Linux) kills the plane's processes and removes their
-// directories; before, they kept running, with their CPU, memory and ports.
+// small sh process per Env, which Stop dismisses) kills the plane's
+// processes and removes their directories; before, they kept running, with
+// their CPU, memory and ports. It finds envtest's kube-apiserver and etcd
+// through /proc (Linux); elsewhere it guards only kube-controller-manager
+// and kwok.
 func Start(opts Options) (*Env, error) {
 	env := &Env{}
 	if err := env.start(opts); err != nil {
@@ -165,7 +168,9 @@ func Start(opts Options) (*Env, error) {
 // plane and leaves it running; te's owner stops it. [Env.Kubectl] finds
 // kubectl in te.BinaryAssetsDirectory or, failing that, where [FindAssets]
 // looks. opts.ControllerManager and opts.Kwok start beside te's API
-// server, from the same directory, and Env.Stop stops them.
+// server, from the same directory, and Env.Stop stops them (a watchdog
+// does if the test process dies first, as for [Start]; te's own processes
+// are left to te's owner).
 func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 	if te == nil || te.Config == nil {
 		return nil, errors.New("testenv: Attach needs a started envtest.Environment (te.Config is nil: call te.Start first)")
@@ -286,11 +291,9 @@ func (e *Env) Stop() error {
 	if !e.attached {
 		err = errors.Join(err, e.te.Stop())
 	}
-	if err == nil {
-		// Otherwise it stays armed, and ends what is left when the test
-		// process exits.
-		e.watchdog.dismiss()
-	}
+	// Dismissed even when something failed to stop: what it knows may
+	// have exited, and its directories hold the logs the error names.
+	_ = e.watchdog.dismiss()
 	e.Config, e.te, e.reader, e.watchdog = nil, nil, nil, nil
 	e.reason = "testenv: the control plane was stopped"
 	if err != nil {
