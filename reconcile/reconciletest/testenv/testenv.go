@@ -168,9 +168,10 @@ func Start(opts Options) (*Env, error) {
 // plane and leaves it running; te's owner stops it. [Env.Kubectl] finds
 // kubectl in te.BinaryAssetsDirectory or, failing that, where [FindAssets]
 // looks. opts.ControllerManager and opts.Kwok start beside te's API
-// server, from the same directory, and Env.Stop stops them (a watchdog
-// does if the test process dies first, as for [Start]; te's own processes
-// are left to te's owner).
+// server, from the same directory, and Env.Stop stops them. If the test
+// process dies before Env.Stop (a test that panics or runs past -timeout),
+// a watchdog ends te's kube-apiserver and etcd too, when this process
+// started them, as for [Start]: no one is left to stop them.
 func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 	if te == nil || te.Config == nil {
 		return nil, errors.New("testenv: Attach needs a started envtest.Environment (te.Config is nil: call te.Start first)")
@@ -204,8 +205,18 @@ func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 		_ = e.stopControllers()
 		return nil, err
 	}
-	e.watchdog = guard(planeProcesses("", "", e.extra))
+	certDir, dataDir := planeDirs(te)
+	e.watchdog = guard(planeProcesses(certDir, dataDir, e.extra))
 	return e, nil
+}
+
+// planeDirs returns the directories of te's kube-apiserver (certificates)
+// and etcd (data), which appear on their command lines.
+func planeDirs(te *envtest.Environment) (certDir, dataDir string) {
+	if cp := te.ControlPlane; cp.APIServer != nil && cp.Etcd != nil {
+		return cp.APIServer.CertDir, cp.Etcd.DataDir
+	}
+	return "", ""
 }
 
 func newScheme(opts Options) (*runtime.Scheme, error) {
@@ -271,10 +282,7 @@ func (e *Env) start(opts Options) error {
 	if e.waitTimeout <= 0 {
 		e.waitTimeout = DefaultWaitTimeout
 	}
-	var certDir, dataDir string
-	if cp := te.ControlPlane; cp.APIServer != nil && cp.Etcd != nil {
-		certDir, dataDir = cp.APIServer.CertDir, cp.Etcd.DataDir
-	}
+	certDir, dataDir := planeDirs(te)
 	e.watchdog = guard(planeProcesses(certDir, dataDir, e.extra))
 	return nil
 }

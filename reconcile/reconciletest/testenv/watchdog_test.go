@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/reconcilekit/reconcilekit/internal/procs"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -37,20 +38,19 @@ func TestAPlaneDoesNotOutliveItsTestProcess(t *testing.T) {
 	t.Parallel()
 	tests := []struct {
 		name string
+		mode string // what the child does: see TestLeavesItsPlaneBehind
 		args []string
 	}{
-		{"a test panics", []string{"-test.run=^TestLeavesItsPlaneBehind$"}},
-		{"the run times out", []string{"-test.run=^TestLeavesItsPlaneBehind$", "-test.timeout=2s"}},
+		{"a test panics", "panic", nil},
+		{"the run times out", "hang", []string{"-test.timeout=2s"}},
+		{"a test panics, its plane envtest's own, attached", "attach", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			mode := "panic"
-			if slices.ContainsFunc(tt.args, func(a string) bool { return strings.HasPrefix(a, "-test.timeout") }) {
-				mode = "hang"
-			}
-			cmd := exec.CommandContext(t.Context(), os.Args[0], append(tt.args, "-test.v")...)
-			cmd.Env = append(os.Environ(), "TESTENV_CHILD="+mode)
+			args := append([]string{"-test.run=^TestLeavesItsPlaneBehind$", "-test.v"}, tt.args...)
+			cmd := exec.CommandContext(t.Context(), os.Args[0], args...)
+			cmd.Env = append(os.Environ(), "TESTENV_CHILD="+tt.mode)
 			out, err := cmd.CombinedOutput()
 			if err == nil {
 				t.Fatalf("the child process succeeded; want it to die with its plane running:\n%s", out)
@@ -94,22 +94,34 @@ func TestAPlaneDoesNotOutliveItsTestProcess(t *testing.T) {
 }
 
 // TestLeavesItsPlaneBehind is the child of
-// TestAPlaneDoesNotOutliveItsTestProcess: it says where its package's
-// plane keeps its files, then panics or hangs past -timeout.
+// TestAPlaneDoesNotOutliveItsTestProcess: it says where a plane keeps its
+// files, then panics or hangs past -timeout. The plane is its package's
+// (panic, hang), or one it starts with envtest and attaches to (attach),
+// as a Ginkgo suite does.
 func TestLeavesItsPlaneBehind(t *testing.T) {
 	mode := os.Getenv("TESTENV_CHILD")
-	if mode != "panic" && mode != "hang" {
+	if mode != "panic" && mode != "hang" && mode != "attach" {
 		t.Skip("run by TestAPlaneDoesNotOutliveItsTestProcess")
 	}
 	env.Require(t)
-	for _, d := range testenv.PlaneDirs(&env) {
-		t.Logf("plane dir: %s", d)
+	e := &env
+	if mode == "attach" {
+		te := &envtest.Environment{BinaryAssetsDirectory: env.Assets}
+		if _, err := te.Start(); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if e, err = testenv.Attach(te, testenv.Options{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, d := range testenv.PlaneDirs(e) {
 		os.Stdout.WriteString("plane dir: " + d + "\n")
 	}
-	if mode == "panic" {
-		panic("a test that panics")
+	if mode == "hang" {
+		time.Sleep(time.Minute)
 	}
-	time.Sleep(time.Minute)
+	panic("a test that panics")
 }
 
 // TestStopDismissesTheWatchdog: a plane stopped by Stop leaves no watchdog
