@@ -152,7 +152,15 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 		_ = p.te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		tb.Fatalf("starting the audited control plane: %v", err)
 	}
+	// Attached, so that a test process that dies first (a panic, a
+	// timeout) does not leave the plane running under later measurements.
+	guard, err := testenv.Attach(p.te, testenv.Options{})
+	if err != nil {
+		_ = p.te.Stop()
+		tb.Fatal(err)
+	}
 	tb.Cleanup(func() {
+		_ = guard.Stop()
 		if err := p.te.Stop(); err != nil {
 			tb.Errorf("stopping the audited control plane: %v", err)
 		}
