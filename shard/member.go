@@ -241,9 +241,10 @@ func (m *Member) NeedLeaderElection() bool { return false }
 // Start runs the member until ctx ends: it keeps its member Lease renewed
 // and holds its share of the ranges. When ctx ends it gives up every range
 // (no new work at once; drained, then released) and deletes its member
-// Lease before it releases any, so that the other replicas, which no longer
-// count it, take each range in their first round that sees it released. A Member starts once; one that
-// [Member.Validate] refuses does not start.
+// Lease before it releases any, so that the other replicas, which no
+// longer count it, take each range in their first round that sees it
+// released. A Member starts once; one that [Member.Validate] refuses does
+// not start.
 func (m *Member) Start(ctx context.Context) error {
 	if err := m.Validate(); err != nil {
 		return errors.Permanent(err)
