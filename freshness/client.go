@@ -6,6 +6,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -48,27 +49,29 @@ func (g *guarded) Get(ctx context.Context, k client.ObjectKey, obj client.Object
 	if err := g.t.valid(); err != nil {
 		return err
 	}
-	err := g.Client.Get(ctx, k, obj, opts...)
+	tk, ok := g.keyOf(obj, k.Namespace, k.Name)
+	if !ok {
+		return g.Client.Get(ctx, k, obj, opts...)
+	}
+	g.t.watchReads(ctx, tk.gvk, form(obj), obj)
+	return g.await(ctx, tk, obj, func() error { return g.Client.Get(ctx, k, obj, opts...) })
+}
+
+// await reads (read fills obj) and returns the result (err, with obj
+// filled when found) once it reflects the tracked write of tk, reading
+// again when an informer event says the cache moved; or a *StaleError after
+// MaxWait. What the tracker knows is taken before each read: an informer
+// that catches up while a read is under way does not make that read fresh.
+func (g *guarded) await(ctx context.Context, tk key, obj client.Object, read func() error) error {
+	e, tracked, settled := g.t.snapshot(tk, form(obj))
+	err := read()
 	if err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
-	tk, ok := g.keyOf(obj, k.Namespace, k.Name)
-	if !ok {
+	if !tracked {
 		return err
 	}
-	g.t.watchReads(ctx, tk.gvk, form(obj), obj)
-	return g.await(ctx, tk, obj, err, func() error { return g.Client.Get(ctx, k, obj, opts...) })
-}
-
-// await returns the result of a read (err, with obj filled when found) once
-// it reflects the tracked write of tk, re-reading when an informer event
-// says the cache moved; or a *StaleError after MaxWait.
-func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err error, read func() error) error {
-	e, ok := g.t.lookup(tk)
-	if !ok {
-		return err
-	}
-	if g.t.isFresh(e, form(obj), err == nil, obj) {
+	if settled || fresh(e, err == nil, obj) {
 		g.t.caughtUp(tk, e)
 		return err
 	}
@@ -87,21 +90,21 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, err erro
 		}
 		// Read again now that a wake-up is registered, so an event that
 		// came in between is not missed.
+		cur, tracked, settled := g.t.snapshot(tk, form(obj))
 		err = read()
 		if err != nil && !apierrors.IsNotFound(err) {
 			g.t.unsubscribe(tk, ch)
 			return err
 		}
-		if cur, ok := g.t.lookup(tk); !ok || g.t.isFresh(cur, form(obj), err == nil, obj) {
+		if !tracked || settled || fresh(cur, err == nil, obj) {
 			g.t.unsubscribe(tk, ch)
-			if ok {
+			if tracked {
 				g.t.caughtUp(tk, cur)
 			}
 			outcome = "caught_up"
 			return err
-		} else {
-			e = cur
 		}
+		e = cur
 		select {
 		case <-ch:
 		case <-timer.C:
@@ -126,33 +129,44 @@ func (g *guarded) List(ctx context.Context, list client.ObjectList, opts ...clie
 	if err := g.t.valid(); err != nil {
 		return err
 	}
-	if err := g.Client.List(ctx, list, opts...); err != nil {
-		return err
-	}
 	gvk, err := g.Client.GroupVersionKindFor(list)
 	if err != nil || !strings.HasSuffix(gvk.Kind, "List") {
-		return nil
+		return g.Client.List(ctx, list, opts...)
 	}
 	gvk.Kind = strings.TrimSuffix(gvk.Kind, "List")
 	item, ok := g.newItem(list, gvk)
 	if !ok {
-		return nil
+		return g.Client.List(ctx, list, opts...)
 	}
 	g.t.watchReads(ctx, gvk, form(list), item)
 	lo := (&client.ListOptions{}).ApplyOptions(opts)
-	waited := false
-	for _, e := range g.t.pending(gvk, lo.Namespace) {
-		item, _ := g.newItem(list, gvk)
-		k := client.ObjectKey{Namespace: e.key.namespace, Name: e.key.name}
-		err := g.Client.Get(ctx, k, item)
-		if err != nil && !apierrors.IsNotFound(err) {
-			return err
+	// The writes the list may not show, known before it is read.
+	unsettled := g.t.unsettled(gvk, lo.Namespace, form(list))
+	if err := g.Client.List(ctx, list, opts...); err != nil {
+		return err
+	}
+	if len(unsettled) == 0 {
+		return nil
+	}
+	listed := map[client.ObjectKey]metav1.Object{}
+	_ = meta.EachListItem(list, func(o runtime.Object) error {
+		if m, err := meta.Accessor(o); err == nil {
+			listed[client.ObjectKey{Namespace: m.GetNamespace(), Name: m.GetName()}] = m
 		}
-		if g.t.isFresh(e, form(item), err == nil, item) {
+		return nil
+	})
+	waited := false
+	for _, e := range unsettled {
+		k := client.ObjectKey{Namespace: e.key.namespace, Name: e.key.name}
+		if m, found := listed[k]; fresh(e, found, m) {
 			g.t.caughtUp(e.key, e)
 			continue
 		}
-		if err := g.await(ctx, e.key, item, err, func() error { return g.Client.Get(ctx, k, item) }); err != nil && !apierrors.IsNotFound(err) {
+		// Behind, or missing (a created object the list's selector does
+		// not match looks the same): wait for the object itself, then
+		// list again.
+		item, _ := g.newItem(list, gvk)
+		if err := g.await(ctx, e.key, item, func() error { return g.Client.Get(ctx, k, item) }); err != nil && !apierrors.IsNotFound(err) {
 			return err
 		}
 		waited = true

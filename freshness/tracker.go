@@ -324,16 +324,36 @@ func (t *Tracker) lookup(k key) (entry, bool) {
 	return *el.Value.(*entry), true
 }
 
-// pending returns copies of the entries of one kind, in one namespace ("" for
-// every namespace).
-func (t *Tracker) pending(gvk schema.GroupVersionKind, namespace string) []entry {
+// snapshot returns k's entry, if any, and whether the informer of form has
+// already gone past the write it remembers (caughtUpLocked). Taken before a
+// read, it says what that read must show: a read that begins after the
+// informer went past the write sees it, whatever the copy shows; one that
+// began before may not, even if the informer catches up before the read
+// returns.
+func (t *Tracker) snapshot(k key, form string) (e entry, tracked, settled bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked()
+	el, ok := t.entries[k]
+	if !ok {
+		return entry{}, false, true
+	}
+	e = *el.Value.(*entry)
+	return e, true, t.caughtUpLocked(watchKey{gvk: k.gvk, form: form}, e)
+}
+
+// unsettled returns copies of the entries of one kind, in one namespace
+// ("" for every namespace), that the informer of form has not gone past
+// yet: taken before a List, the writes that List may not show.
+func (t *Tracker) unsettled(gvk schema.GroupVersionKind, namespace, form string) []entry {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.expireLocked()
 	var out []entry
 	for k, el := range t.entries {
-		if k.gvk == gvk && (namespace == "" || k.namespace == namespace) {
-			out = append(out, *el.Value.(*entry))
+		e := *el.Value.(*entry)
+		if k.gvk == gvk && (namespace == "" || k.namespace == namespace) && !t.caughtUpLocked(watchKey{gvk: gvk, form: form}, e) {
+			out = append(out, e)
 		}
 	}
 	return out
@@ -426,17 +446,6 @@ func (t *Tracker) deliveredLocked(k key, rv string) bool {
 		}
 	}
 	return false
-}
-
-// isFresh is fresh, or the informer of the read's form has gone past the
-// write.
-func (t *Tracker) isFresh(e entry, form string, found bool, obj metav1.Object) bool {
-	if fresh(e, found, obj) {
-		return true
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.caughtUpLocked(watchKey{gvk: e.key.gvk, form: form}, e)
 }
 
 // cachedLocked reports whether reads of gvk in form come from the cache,

@@ -42,6 +42,20 @@ type laggingCache struct {
 	frozen           map[types.NamespacedName]*corev1.ConfigMap // nil value: did not exist
 	handlers         []toolscache.ResourceEventHandler
 	getInformerCalls int
+	// afterStaleRead, if set, runs once, after a read has taken its stale
+	// copy and before it returns: an informer catching up meanwhile.
+	afterStaleRead func()
+}
+
+// staleReadDone runs afterStaleRead once.
+func (l *laggingCache) staleReadDone() {
+	l.mu.Lock()
+	f := l.afterStaleRead
+	l.afterStaleRead = nil
+	l.mu.Unlock()
+	if f != nil {
+		f()
+	}
 }
 
 func newLaggingCache(objs ...client.Object) *laggingCache {
@@ -55,6 +69,7 @@ func newLaggingCache(objs ...client.Object) *laggingCache {
 			if !isFrozen {
 				return c.Get(ctx, key, obj, opts...)
 			}
+			defer l.staleReadDone()
 			if old == nil {
 				return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
 			}
@@ -384,6 +399,75 @@ func TestAListWaitsForTheObjectsWeCreated(t *testing.T) {
 	if err := <-done; err != nil || len(list.Items) != 1 {
 		t.Errorf("List = %d items, %v; want the created child", len(list.Items), err)
 	}
+}
+
+// TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain: the informer
+// delivers this process's write while a read is under way, after the read
+// took its stale copy. That read is still stale: a Get reads again, a List
+// lists again, instead of returning it (a race CI found under load: the
+// event dropped the tracker's entry before the read looked it up).
+func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
+	key := client.ObjectKey{Namespace: "default", Name: "cm"}
+	t.Run("Get", func(t *testing.T) {
+		l := newLaggingCache(configMap("cm", "old"))
+		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(t.Context(), key, cm); err != nil { // registers the tracker's handler
+			t.Fatal(err)
+		}
+		l.freeze(t, key)
+		cm.Data["v"] = "new"
+		if err := c.Update(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		l.afterStaleRead = func() { l.catchUp(t, key) }
+		l.mu.Unlock()
+		got := &corev1.ConfigMap{}
+		if err := c.Get(t.Context(), key, got); err != nil || got.Data["v"] != "new" {
+			t.Errorf("Get = %v %v, want the updated object", got.Data, err)
+		}
+	})
+	t.Run("List", func(t *testing.T) {
+		l := newLaggingCache()
+		hidden := false
+		l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				l.mu.Lock()
+				hide := hidden
+				l.mu.Unlock()
+				if hide {
+					list.(*corev1.ConfigMapList).Items = nil
+					l.staleReadDone()
+				}
+				return nil
+			},
+		})
+		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
+		if err := c.List(t.Context(), &corev1.ConfigMapList{}); err != nil { // registers the tracker's handler
+			t.Fatal(err)
+		}
+		l.freeze(t, key)
+		if err := c.Create(t.Context(), configMap("cm", "created")); err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		hidden = true
+		l.afterStaleRead = func() {
+			l.mu.Lock()
+			hidden = false
+			l.mu.Unlock()
+			l.catchUp(t, key)
+		}
+		l.mu.Unlock()
+		var list corev1.ConfigMapList
+		if err := c.List(t.Context(), &list, client.InNamespace("default")); err != nil || len(list.Items) != 1 {
+			t.Errorf("List = %d items, %v; want the created object", len(list.Items), err)
+		}
+	})
 }
 
 // TestMemoryIsBounded proves entries expire after TTL and never exceed
