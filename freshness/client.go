@@ -158,13 +158,16 @@ func (g *guarded) List(ctx context.Context, list client.ObjectList, opts ...clie
 	waited := false
 	for _, e := range unsettled {
 		k := client.ObjectKey{Namespace: e.key.namespace, Name: e.key.name}
-		if m, found := listed[k]; fresh(e, found, m) {
+		m, found := listed[k]
+		if (found || e.deleted) && fresh(e, found, m) {
 			g.t.caughtUp(e.key, e)
 			continue
 		}
-		// Behind, or missing (a created object the list's selector does
-		// not match looks the same): wait for the object itself, then
-		// list again.
+		// Behind, or missing: a stale list may miss an object this
+		// process created, or changed so that it now matches the list's
+		// selector, and one it need not show (another selector, deleted
+		// by someone else) looks the same. Wait for the object itself,
+		// then list again.
 		item, _ := g.newItem(list, gvk)
 		if err := g.await(ctx, e.key, item, func() error { return g.Client.Get(ctx, k, item) }); err != nil && !apierrors.IsNotFound(err) {
 			return err

@@ -468,6 +468,48 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 			t.Errorf("List = %d items, %v; want the created object", len(list.Items), err)
 		}
 	})
+	t.Run("List of a selector the update makes the object match", func(t *testing.T) {
+		l := newLaggingCache(configMap("cm", "old"))
+		hidden := false
+		l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
+			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+				if err := c.List(ctx, list, opts...); err != nil {
+					return err
+				}
+				l.mu.Lock()
+				hide := hidden
+				l.mu.Unlock()
+				if hide {
+					list.(*corev1.ConfigMapList).Items = nil // the copy before the label
+					l.staleReadDone()
+				}
+				return nil
+			},
+		})
+		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
+		cm := &corev1.ConfigMap{}
+		if err := c.Get(t.Context(), key, cm); err != nil { // registers the tracker's handler
+			t.Fatal(err)
+		}
+		l.freeze(t, key)
+		cm.Labels = map[string]string{"app": "x"}
+		if err := c.Update(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		l.mu.Lock()
+		hidden = true
+		l.afterStaleRead = func() {
+			l.mu.Lock()
+			hidden = false
+			l.mu.Unlock()
+			l.catchUp(t, key)
+		}
+		l.mu.Unlock()
+		var list corev1.ConfigMapList
+		if err := c.List(t.Context(), &list, client.InNamespace("default"), client.MatchingLabels{"app": "x"}); err != nil || len(list.Items) != 1 {
+			t.Errorf("List = %d items, %v; want the object labelled by the update", len(list.Items), err)
+		}
+	})
 }
 
 // TestMemoryIsBounded proves entries expire after TTL and never exceed
