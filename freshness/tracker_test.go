@@ -430,22 +430,7 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 	})
 	t.Run("List", func(t *testing.T) {
 		l := newLaggingCache()
-		hidden := false
-		l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				if err := c.List(ctx, list, opts...); err != nil {
-					return err
-				}
-				l.mu.Lock()
-				hide := hidden
-				l.mu.Unlock()
-				if hide {
-					list.(*corev1.ConfigMapList).Items = nil
-					l.staleReadDone()
-				}
-				return nil
-			},
-		})
+		hide := hideLists(l)
 		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
 		if err := c.List(t.Context(), &corev1.ConfigMapList{}); err != nil { // registers the tracker's handler
 			t.Fatal(err)
@@ -454,15 +439,7 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 		if err := c.Create(t.Context(), configMap("cm", "created")); err != nil {
 			t.Fatal(err)
 		}
-		l.mu.Lock()
-		hidden = true
-		l.afterStaleRead = func() {
-			l.mu.Lock()
-			hidden = false
-			l.mu.Unlock()
-			l.catchUp(t, key)
-		}
-		l.mu.Unlock()
+		hide(t, key)
 		var list corev1.ConfigMapList
 		if err := c.List(t.Context(), &list, client.InNamespace("default")); err != nil || len(list.Items) != 1 {
 			t.Errorf("List = %d items, %v; want the created object", len(list.Items), err)
@@ -470,22 +447,7 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 	})
 	t.Run("List of a selector the update makes the object match", func(t *testing.T) {
 		l := newLaggingCache(configMap("cm", "old"))
-		hidden := false
-		l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
-			List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-				if err := c.List(ctx, list, opts...); err != nil {
-					return err
-				}
-				l.mu.Lock()
-				hide := hidden
-				l.mu.Unlock()
-				if hide {
-					list.(*corev1.ConfigMapList).Items = nil // the copy before the label
-					l.staleReadDone()
-				}
-				return nil
-			},
-		})
+		hide := hideLists(l)
 		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(t.Context(), key, cm); err != nil { // registers the tracker's handler
@@ -496,7 +458,37 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 		if err := c.Update(t.Context(), cm); err != nil {
 			t.Fatal(err)
 		}
+		hide(t, key) // the list shows the copy from before the label
+		var list corev1.ConfigMapList
+		if err := c.List(t.Context(), &list, client.InNamespace("default"), client.MatchingLabels{"app": "x"}); err != nil || len(list.Items) != 1 {
+			t.Errorf("List = %d items, %v; want the object labelled by the update", len(list.Items), err)
+		}
+	})
+}
+
+// hideLists makes l's Lists stale on request: after hide(t, key), the next
+// List returns no item, and the informer catches up with key while that
+// List is under way (after it took its empty copy, before it returns).
+func hideLists(l *laggingCache) (hide func(t *testing.T, key client.ObjectKey)) {
+	hidden := false
+	l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			l.mu.Lock()
+			stale := hidden
+			l.mu.Unlock()
+			if stale {
+				list.(*corev1.ConfigMapList).Items = nil
+				l.staleReadDone()
+			}
+			return nil
+		},
+	})
+	return func(t *testing.T, key client.ObjectKey) {
 		l.mu.Lock()
+		defer l.mu.Unlock()
 		hidden = true
 		l.afterStaleRead = func() {
 			l.mu.Lock()
@@ -504,12 +496,7 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 			l.mu.Unlock()
 			l.catchUp(t, key)
 		}
-		l.mu.Unlock()
-		var list corev1.ConfigMapList
-		if err := c.List(t.Context(), &list, client.InNamespace("default"), client.MatchingLabels{"app": "x"}); err != nil || len(list.Items) != 1 {
-			t.Errorf("List = %d items, %v; want the object labelled by the update", len(list.Items), err)
-		}
-	})
+	}
 }
 
 // TestMemoryIsBounded proves entries expire after TTL and never exceed
