@@ -60,19 +60,10 @@ func (g *guarded) Get(ctx context.Context, k client.ObjectKey, obj client.Object
 // await reads (read fills obj) and returns the result (err, with obj
 // filled when found) once it reflects the tracked write of tk, reading
 // again when an informer event says the cache moved; or a *StaleError after
-// MaxWait. What the tracker knows is taken before each read: an informer
-// that catches up while a read is under way does not make that read fresh.
+// MaxWait.
 func (g *guarded) await(ctx context.Context, tk key, obj client.Object, read func() error) error {
-	e, tracked, settled := g.t.snapshot(tk, form(obj))
-	err := read()
-	if err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
-	if !tracked {
-		return err
-	}
-	if settled || fresh(e, err == nil, obj) {
-		g.t.caughtUp(tk, e)
+	e, done, err := g.readOnce(tk, obj, read)
+	if done {
 		return err
 	}
 	// The wait runs on real timers (Tracker.Clock), so it is measured by
@@ -90,18 +81,12 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, read fun
 		}
 		// Read again now that a wake-up is registered, so an event that
 		// came in between is not missed.
-		cur, tracked, settled := g.t.snapshot(tk, form(obj))
-		err = read()
-		if err != nil && !apierrors.IsNotFound(err) {
+		cur, done, err := g.readOnce(tk, obj, read)
+		if done {
 			g.t.unsubscribe(tk, ch)
-			return err
-		}
-		if !tracked || settled || fresh(cur, err == nil, obj) {
-			g.t.unsubscribe(tk, ch)
-			if tracked {
-				g.t.caughtUp(tk, cur)
+			if err == nil || apierrors.IsNotFound(err) {
+				outcome = "caught_up"
 			}
-			outcome = "caught_up"
 			return err
 		}
 		e = cur
@@ -115,6 +100,26 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, read fun
 			return ctx.Err()
 		}
 	}
+}
+
+// readOnce reads once and reports done when the result is final: an error
+// other than NotFound, or a result that reflects the tracked write of tk
+// (whose entry it then drops). What the tracker knows is taken before the
+// read: an informer that catches up while a read is under way does not
+// make that read fresh. e is the entry the read was checked against.
+func (g *guarded) readOnce(tk key, obj client.Object, read func() error) (e entry, done bool, err error) {
+	e, tracked, settled := g.t.snapshot(tk, form(obj))
+	err = read()
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return e, true, err
+	case !tracked:
+		return e, true, err
+	case settled || fresh(e, err == nil, obj):
+		g.t.caughtUp(tk, e)
+		return e, true, err
+	}
+	return e, false, err
 }
 
 func (g *guarded) stale(tk key, e entry, start time.Time) error {

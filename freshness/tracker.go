@@ -312,18 +312,6 @@ func (t *Tracker) upsert(k key) *entry {
 	return e
 }
 
-// lookup returns a copy of k's entry, forgetting entries past their TTL.
-func (t *Tracker) lookup(k key) (entry, bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.expireLocked()
-	el, ok := t.entries[k]
-	if !ok {
-		return entry{}, false
-	}
-	return *el.Value.(*entry), true
-}
-
 // snapshot returns k's entry, if any, and whether the informer of form has
 // already gone past the write it remembers (caughtUpLocked). Taken before a
 // read, it says what that read must show: a read that begins after the
