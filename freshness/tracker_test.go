@@ -42,6 +42,9 @@ type laggingCache struct {
 	frozen           map[types.NamespacedName]*corev1.ConfigMap // nil value: did not exist
 	handlers         []toolscache.ResourceEventHandler
 	getInformerCalls int
+	// listHidden makes each List return no item: a cache that has none
+	// of the objects yet.
+	listHidden bool
 	// afterStaleRead, if set, runs once, after a read has taken its stale
 	// copy and before it returns: an informer catching up meanwhile.
 	afterStaleRead func()
@@ -74,6 +77,19 @@ func newLaggingCache(objs ...client.Object) *laggingCache {
 				return apierrors.NewNotFound(corev1.Resource("configmaps"), key.Name)
 			}
 			old.DeepCopyInto(obj.(*corev1.ConfigMap))
+			return nil
+		},
+		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
+			if err := c.List(ctx, list, opts...); err != nil {
+				return err
+			}
+			l.mu.Lock()
+			hidden := l.listHidden
+			l.mu.Unlock()
+			if hidden {
+				list.(*corev1.ConfigMapList).Items = nil
+				l.staleReadDone()
+			}
 			return nil
 		},
 	})
@@ -360,20 +376,7 @@ func TestAWaitIsBoundedAndCancellable(t *testing.T) {
 func TestAListWaitsForTheObjectsWeCreated(t *testing.T) {
 	key := client.ObjectKey{Namespace: "default", Name: "child"}
 	l := newLaggingCache()
-	hidden := true
-	l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			l.mu.Lock()
-			defer l.mu.Unlock()
-			if hidden {
-				list.(*corev1.ConfigMapList).Items = nil
-			}
-			return nil
-		},
-	})
+	l.listHidden = true
 	tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}
 	c := tracker.Wrap(l)
 	l.freeze(t, key)
@@ -393,7 +396,7 @@ func TestAListWaitsForTheObjectsWeCreated(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	l.mu.Lock()
-	hidden = false
+	l.listHidden = false
 	l.mu.Unlock()
 	l.catchUp(t, key)
 	if err := <-done; err != nil || len(list.Items) != 1 {
@@ -430,7 +433,6 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 	})
 	t.Run("List", func(t *testing.T) {
 		l := newLaggingCache()
-		hide := hideLists(l)
 		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
 		if err := c.List(t.Context(), &corev1.ConfigMapList{}); err != nil { // registers the tracker's handler
 			t.Fatal(err)
@@ -439,7 +441,7 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 		if err := c.Create(t.Context(), configMap("cm", "created")); err != nil {
 			t.Fatal(err)
 		}
-		hide(t, key)
+		l.hideListsWhileCatchingUp(t, key)
 		var list corev1.ConfigMapList
 		if err := c.List(t.Context(), &list, client.InNamespace("default")); err != nil || len(list.Items) != 1 {
 			t.Errorf("List = %d items, %v; want the created object", len(list.Items), err)
@@ -447,7 +449,6 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 	})
 	t.Run("List of a selector the update makes the object match", func(t *testing.T) {
 		l := newLaggingCache(configMap("cm", "old"))
-		hide := hideLists(l)
 		c := (&freshness.Tracker{Informers: informers{l: l}, MaxWait: time.Minute}).Wrap(l)
 		cm := &corev1.ConfigMap{}
 		if err := c.Get(t.Context(), key, cm); err != nil { // registers the tracker's handler
@@ -458,7 +459,7 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 		if err := c.Update(t.Context(), cm); err != nil {
 			t.Fatal(err)
 		}
-		hide(t, key) // the list shows the copy from before the label
+		l.hideListsWhileCatchingUp(t, key) // the list shows the copy from before the label
 		var list corev1.ConfigMapList
 		if err := c.List(t.Context(), &list, client.InNamespace("default"), client.MatchingLabels{"app": "x"}); err != nil || len(list.Items) != 1 {
 			t.Errorf("List = %d items, %v; want the object labelled by the update", len(list.Items), err)
@@ -466,36 +467,18 @@ func TestAReadUnderWayWhenTheInformerCatchesUpIsReadAgain(t *testing.T) {
 	})
 }
 
-// hideLists makes l's Lists stale on request: after hide(t, key), the next
-// List returns no item, and the informer catches up with key while that
-// List is under way (after it took its empty copy, before it returns).
-func hideLists(l *laggingCache) (hide func(t *testing.T, key client.ObjectKey)) {
-	hidden := false
-	l.WithWatch = interceptor.NewClient(l.WithWatch, interceptor.Funcs{
-		List: func(ctx context.Context, c client.WithWatch, list client.ObjectList, opts ...client.ListOption) error {
-			if err := c.List(ctx, list, opts...); err != nil {
-				return err
-			}
-			l.mu.Lock()
-			stale := hidden
-			l.mu.Unlock()
-			if stale {
-				list.(*corev1.ConfigMapList).Items = nil
-				l.staleReadDone()
-			}
-			return nil
-		},
-	})
-	return func(t *testing.T, key client.ObjectKey) {
+// hideListsWhileCatchingUp makes the next List of l stale: it returns no
+// item, and the informer catches up with key while that List is under way
+// (after it took its empty copy, before it returns).
+func (l *laggingCache) hideListsWhileCatchingUp(t *testing.T, key client.ObjectKey) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.listHidden = true
+	l.afterStaleRead = func() {
 		l.mu.Lock()
-		defer l.mu.Unlock()
-		hidden = true
-		l.afterStaleRead = func() {
-			l.mu.Lock()
-			hidden = false
-			l.mu.Unlock()
-			l.catchUp(t, key)
-		}
+		l.listHidden = false
+		l.mu.Unlock()
+		l.catchUp(t, key)
 	}
 }
 
