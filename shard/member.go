@@ -22,6 +22,7 @@ import (
 	coordinationv1client "k8s.io/client-go/kubernetes/typed/coordination/v1"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -670,7 +671,9 @@ func (m *Member) leave(ctx context.Context, i int) chan struct{} {
 		_, rd, _ := m.timings()
 		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rd)
 		defer cancel()
-		if err := m.release(rctx, i); err != nil {
+		// A renewal the election sent before it stopped may land after
+		// release read the Lease: read it again and retry.
+		if err := retry.RetryOnConflict(retry.DefaultRetry, func() error { return m.release(rctx, i) }); err != nil {
 			log.FromContext(ctx).Info("could not release a range's Lease; it expires on its own", "range", m.ranges[i].String(), "error", err)
 		}
 	}()

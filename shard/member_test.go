@@ -11,6 +11,7 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/uuid"
@@ -61,7 +62,12 @@ type cutLeases struct {
 }
 
 // counts are a replica's Lease requests.
-type counts struct{ reads, writes atomic.Int64 }
+type counts struct {
+	reads, writes atomic.Int64
+	// conflictRelease, once set, fails the next release (an update that
+	// empties a Lease's holder) with a conflict.
+	conflictRelease atomic.Bool
+}
 
 func (c cutLeases) Leases(ns string) coordinationv1client.LeaseInterface {
 	return cutLease{c.LeasesGetter.Leases(ns), c.cut, c.n}
@@ -102,6 +108,10 @@ func (c cutLease) Create(ctx context.Context, l *coordinationv1.Lease, o metav1.
 func (c cutLease) Update(ctx context.Context, l *coordinationv1.Lease, o metav1.UpdateOptions) (*coordinationv1.Lease, error) {
 	if c.cut.Load() {
 		return nil, errCut
+	}
+	if ptr.Deref(l.Spec.HolderIdentity, "") == "" && c.n.conflictRelease.CompareAndSwap(true, false) {
+		// Another write landed first: what a renewal still in flight does.
+		return nil, apierrors.NewConflict(coordinationv1.Resource("leases"), l.Name, errors.New("the object has been modified"))
 	}
 	c.n.writes.Add(1)
 	return c.LeaseInterface.Update(ctx, l, o)
@@ -465,6 +475,27 @@ func TestAStoppingMemberIsCountedOutWhileItsRangesDrain(t *testing.T) {
 	delete(g.replicas, "b")
 	g.mu.Unlock()
 	t.Logf("with b's member Lease gone while %v drained, a took every range %s after the work ended", draining, g.waitBalanced("a"))
+}
+
+// TestAReleaseThatConflictsIsRetried: a release whose update conflicts
+// (a renewal of the stopping replica's election landed after release read
+// the Lease; seen in CI under load) reads the Lease again and releases it,
+// instead of leaving it to expire.
+func TestAReleaseThatConflictsIsRetried(t *testing.T) {
+	g := newGroup(t)
+	g.start("a")
+	b := g.start("b")
+	g.waitBalanced("a", "b")
+	b.n.conflictRelease.Store(true)
+	g.stop(b)
+	if b.n.conflictRelease.Load() {
+		t.Fatal("no release conflicted: the test proves nothing")
+	}
+	for _, l := range g.groupLeases() {
+		if ptr.Deref(l.Spec.HolderIdentity, "") == "b" {
+			t.Errorf("Lease %s still names b, stopped gracefully after a release that conflicted", l.Name)
+		}
+	}
 }
 
 // TestAMemberWithBadSettingsSaysWhatIsWrong checks the validation: Start
