@@ -412,6 +412,13 @@ func TestACompactCacheHandsOutWhatAStructCacheWould(t *testing.T) {
 	}); err != nil {
 		t.Fatal("the compact cache never saw the Pod deleted")
 	}
+	// The handlers run after the store has changed, on their own
+	// goroutine: wait for them too.
+	_ = wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(events) >= 3+2, nil
+	})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(events) < 3+2 {
