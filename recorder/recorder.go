@@ -59,6 +59,18 @@ type Recorder struct {
 	// tries, between the rounds that end and refresh series). Nil means
 	// the real clock. Set it before the first event.
 	Clock clock.Clock
+	// Fence, when set, is asked just before each write of an event (its
+	// create, and the patch that makes it a series) whether this process
+	// may still write about the event's regarding object, given as a
+	// metav1.PartialObjectMetadata with its kind, namespace, name and UID;
+	// an error drops the event, logged at debug level. A sharded
+	// controller sets its Member's Check (shard.Member.Check), so that a
+	// replica that lost an object's range, or could not renew its Lease,
+	// sends no event about it. The later writes of a series' count (when
+	// it ends, and its refresh, minutes on) are not asked: they have no
+	// regarding object at hand, and change only an Event this process
+	// created. Set it before the first event.
+	Fence func(regarding client.Object) error
 
 	c          client.Client
 	scheme     *runtime.Scheme

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"net/http"
 
+	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
@@ -75,6 +77,12 @@ func (r *Recorder) attemptRecording(ctx context.Context, ev *eventsv1.Event) {
 // meanwhile; never after the API server refused the request otherwise.
 func (r *Recorder) recordEvent(ctx context.Context, ev *eventsv1.Event, create bool) (notFound, retry bool) {
 	logger := log.FromContext(ctx)
+	if r.Fence != nil && ev.Regarding.UID != "" {
+		if err := r.Fence(regardingObject(ev.Regarding)); err != nil {
+			logger.V(1).Info("Fenced: not writing the event", "event", klogEvent(ev), "reason", err.Error())
+			return false, false
+		}
+	}
 	var err error
 	isSeries := ev.Series != nil
 	if isSeries {
@@ -118,6 +126,15 @@ func (r *Recorder) recordEvent(ctx context.Context, ev *eventsv1.Event, create b
 	}
 	logger.Error(err, "Unable to write event (may retry after sleeping)")
 	return false, true
+}
+
+// regardingObject is the object ref refers to, as far as the reference
+// tells: what Fence is given.
+func regardingObject(ref corev1.ObjectReference) client.Object {
+	return &metav1.PartialObjectMetadata{
+		TypeMeta:   metav1.TypeMeta{APIVersion: ref.APIVersion, Kind: ref.Kind},
+		ObjectMeta: metav1.ObjectMeta{Namespace: ref.Namespace, Name: ref.Name, UID: ref.UID},
+	}
 }
 
 // isKeyNotFound is client-go's util.IsKeyNotFoundError: a StatusError of

@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
+	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
@@ -23,7 +24,11 @@ import (
 // cache diet keeps), without a copy of the cache's own; a request for an object of another replica's range
 // is dropped, its holder reconciles it; the others run r under
 // [Member.Enter], so that m gives up a range only after its reconciles have
-// ended, and a reconcile's context ends if m loses the range.
+// ended, and a reconcile's context ends if m loses the range or its Lease
+// goes unrenewed past RenewDeadline. A request whose range is held but not
+// confirmed ([ErrFenced]), and one whose reconcile's context so ended, is
+// retried after RetryPeriod (and dropped then if the range has gone), so
+// that a range kept through a short freeze loses no request.
 //
 // A request whose object reader does not have is dropped too: with a cache
 // that follows m's ranges (follow.CacheOptions) it may be another replica's
@@ -49,13 +54,27 @@ func Guard[T client.Object](m *Member, reader client.Reader, r reconcile.Reconci
 			}
 			return reconcile.Result{}, err
 		}
+		_, _, retry := m.timings()
 		wctx, done, err := m.Enter(ctx, obj)
-		if err != nil {
+		switch {
+		case errors.Is(err, ErrFenced):
+			// Held, but not renewed within RenewDeadline: ours again after
+			// a renewal, or another replica's, which the retry finds out.
+			log.FromContext(ctx).V(1).Info("the range's Lease is not confirmed; retrying after a renewal", "range", rangeOf(m, obj), "reason", err.Error())
+			return reconcile.Result{RequeueAfter: retry}, nil
+		case err != nil:
 			log.FromContext(ctx).V(1).Info("not this replica's range", "range", rangeOf(m, obj))
 			return reconcile.Result{}, nil
 		}
 		defer done()
-		return r.Reconcile(wctx, req)
+		res, err := r.Reconcile(wctx, req)
+		if wctx.Err() != nil && ctx.Err() == nil {
+			// The range was lost, or its term ended, under the reconcile,
+			// whose writes from then on were refused: what it returns says
+			// nothing of the object. Retried as above.
+			return reconcile.Result{RequeueAfter: retry}, nil
+		}
+		return res, err
 	})
 }
 

@@ -122,7 +122,10 @@ type Member struct {
 	electing map[int]*election
 	members  map[string]observed // member Lease name -> last change seen
 	rangeObs map[string]observed // range Lease name -> last change seen
-	leaving  map[int]chan struct{}
+	// renewed is, by range, when this replica sent the last write of the
+	// range's Lease in its own name that succeeded, by Clock (confirm).
+	renewed map[int]time.Time
+	leaving map[int]chan struct{}
 	// departed, set when the Member stops, is closed once its member
 	// Lease is deleted (or that failed): a range given up from then on
 	// admits no work at once but is released only after it, so that the
@@ -154,6 +157,10 @@ type holding struct {
 	draining bool
 	inFlight int
 	idle     chan struct{} // closed when draining and inFlight reaches 0
+	// term is the holding's current stretch of confirmed time (see
+	// keepTerms); renewal is told when a renewal starts a new one.
+	term    *term
+	renewal chan struct{}
 }
 
 // election is a running leader election for one range.
@@ -259,6 +266,7 @@ func (m *Member) Start(ctx context.Context) error {
 	m.ranges, _ = ranges.Split(m.Ranges)
 	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
 	m.members, m.rangeObs = map[string]observed{}, map[string]observed{}
+	m.renewed = map[int]time.Time{}
 	if m.Clock == nil {
 		m.Clock = clock.RealClock{}
 	}
@@ -508,10 +516,12 @@ func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) b
 	next.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 	ld, _, _ := m.timings()
 	next.Spec.LeaseDurationSeconds = ptr.To(int32(ld / time.Second))
+	sent := m.Clock.Now()
 	if _, err := m.Leases.Leases(m.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 		log.FromContext(ctx).V(1).Info("could not take over an expired range Lease", "range", m.ranges[i].String(), "error", err)
 		return false
 	}
+	m.confirm(i, sent)
 	log.FromContext(ctx).Info("took over an expired range Lease", "range", m.ranges[i].String(), "previousHolder", ptr.Deref(l.Spec.HolderIdentity, ""))
 	return true
 }
@@ -547,7 +557,7 @@ func (m *Member) elect(ctx context.Context, i int) {
 	e := &election{cancel: cancel, done: make(chan struct{})}
 	m.electing[i] = e
 	le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-		Lock:          m.lock(i),
+		Lock:          renewals{m.lock(i), m, i},
 		LeaseDuration: ld,
 		RenewDeadline: rd,
 		RetryPeriod:   rp,
@@ -583,7 +593,7 @@ func (m *Member) elect(ctx context.Context, i int) {
 func (m *Member) acquire(ctx context.Context, i int) {
 	m.mu.Lock()
 	m.epochs++
-	h := &holding{ctx: ctx, epoch: m.epochs}
+	h := &holding{ctx: ctx, epoch: m.epochs, term: newTerm(ctx), renewal: make(chan struct{}, 1)}
 	if m.leaving[i] != nil {
 		// Acquired while being given up: it admits no work, and leave
 		// releases it.
@@ -594,6 +604,7 @@ func (m *Member) acquire(ctx context.Context, i int) {
 	m.notify()
 	hooks := slices.Clone(m.acquired)
 	m.mu.Unlock()
+	go m.keepTerms(h, i)
 	if h.draining {
 		return
 	}
@@ -762,43 +773,66 @@ func (m *Member) Held() ranges.Set {
 }
 
 // Contains reports whether obj is in a range this replica holds and
-// admits work in: a Member is a ranges.Selection, for ranges.Predicate.
+// admits work in: a Member is a ranges.Selection, for ranges.Predicate. It
+// does not ask whether the range's Lease is confirmed now (see Enter): an
+// event of a range whose Lease is renewed again a moment later is not
+// dropped.
 func (m *Member) Contains(obj client.Object) bool {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return m.admitting(obj) != nil
+	_, h := m.admitting(obj)
+	return h != nil
 }
 
-// admitting returns the holding of obj's range if it admits work. Called
-// with m.mu held.
-func (m *Member) admitting(obj client.Object) *holding {
+// admitting returns obj's range and, if it admits work, its holding.
+// Called with m.mu held.
+func (m *Member) admitting(obj client.Object) (int, *holding) {
 	if len(m.ranges) == 0 {
-		return nil
+		return 0, nil
 	}
 	i, _ := ranges.Of(obj, len(m.ranges))
 	h := m.held[i]
 	if h == nil || h.draining || h.ctx.Err() != nil {
-		return nil
+		return i, nil
 	}
-	return h
+	return i, h
 }
 
-// Enter admits work on obj if this replica holds obj's range: it returns a
-// context that ends with ctx or when the range is lost, and done, which
-// the work must call when it ends (a range is released only after every
-// done of its work, or DrainTimeout). For an object of a range this
-// replica does not hold, or is giving up, it returns ErrNotHeld.
+// Enter admits work on obj if this replica holds obj's range and the
+// range's Lease is confirmed: renewed, by this replica's clock, within
+// RenewDeadline. It returns a context and done, which the work must call
+// when it ends (a range is released only after every done of its work, or
+// DrainTimeout). The context ends with ctx, when the range is lost, and
+// when RenewDeadline passes without a renewal of its Lease (the work's
+// term ends, see below); it carries the work's fence, which the clients of
+// a config from [Fence] check before each write.
+//
+// For an object of a range this replica does not hold, or is giving up,
+// Enter returns ErrNotHeld. For one of a range it holds whose Lease is not
+// confirmed now, it returns an error wrapping [ErrFenced]: a process that
+// wakes from a freeze (a GC pause, a paused VM) finds every range it had
+// not renewed within RenewDeadline fenced at once, before its timers and
+// leader election's renew loop catch up, until a renewal succeeds; the
+// others may have taken the range meanwhile. Work admitted before such a
+// gap writes nothing after it, even once the range is confirmed again: its
+// term is over.
 func (m *Member) Enter(ctx context.Context, obj client.Object) (context.Context, func(), error) {
 	m.mu.Lock()
-	h := m.admitting(obj)
+	i, h := m.admitting(obj)
 	if h == nil {
 		m.mu.Unlock()
 		return ctx, func() {}, ErrNotHeld
 	}
+	if err := m.confirmedLocked(i, h.term); err != nil {
+		m.mu.Unlock()
+		fencedTotal.WithLabelValues(m.Name, "enter").Inc()
+		return ctx, func() {}, err
+	}
 	h.inFlight++
+	t := h.term
 	m.mu.Unlock()
-	wctx, cancel := context.WithCancel(ctx)
-	stop := context.AfterFunc(h.ctx, cancel)
+	wctx, cancel := context.WithCancel(context.WithValue(ctx, fenceKey{}, &fence{m: m, i: i, term: t}))
+	stop := context.AfterFunc(t.ctx, cancel)
 	var once sync.Once
 	return wctx, func() {
 		once.Do(func() {

@@ -152,11 +152,20 @@ func newGroup(t *testing.T) *group {
 // start runs a new replica.
 func (g *group) start(name string) *replica {
 	g.t.Helper()
+	return g.startWith(name, nil)
+}
+
+// startWith runs a new replica whose Member set changes before it starts.
+func (g *group) startWith(name string, set func(*shard.Member)) *replica {
+	g.t.Helper()
 	cut := &atomic.Bool{}
 	r := &replica{name: name, cut: cut, n: &counts{}, done: make(chan struct{})}
 	r.m = shard.NewMember(cutLeases{g.leases, cut, r.n}, fieldOwner)
 	r.m.Namespace, r.m.Name, r.m.Identity, r.m.Ranges = g.ns, g.name, name, testRanges
 	r.m.LeaseDuration, r.m.RenewDeadline, r.m.RetryPeriod, r.m.DrainTimeout = testLease, testRenew, testRetry, time.Minute
+	if set != nil {
+		set(r.m)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
 	go func() {

@@ -5,13 +5,22 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
 
-// rangesHeld is the package's metric, registered with controller-runtime's
+// rangesHeld and fencedTotal are the package's metrics, registered with controller-runtime's
 // registry so the manager's /metrics serves it (docs/metrics.md).
 var rangesHeld = prometheus.NewGaugeVec(prometheus.GaugeOpts{
 	Name: "reconcilekit_shard_ranges_held",
 	Help: "Ranges this replica holds and admits work in, by Member group.",
 }, []string{"group"})
 
+// fencedTotal counts what a Member refused because a range's Lease was not
+// confirmed (ErrFenced): work at Enter, a write at the transport (Fence), a
+// check (Member.Check, as of an event), and the terms ended with work
+// cancelled.
+var fencedTotal = prometheus.NewCounterVec(prometheus.CounterOpts{
+	Name: "reconcilekit_shard_fenced_total",
+	Help: "What a Member refused because a range's Lease was not renewed within RenewDeadline, by Member group and where: enter, write, check, term (a term ended and its work's contexts were cancelled).",
+}, []string{"group", "at"})
+
 func init() {
-	metrics.Registry.MustRegister(rangesHeld)
+	metrics.Registry.MustRegister(rangesHeld, fencedTotal)
 }
