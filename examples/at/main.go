@@ -34,11 +34,15 @@ import (
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/kubernetes"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -243,6 +247,32 @@ func run(ctx context.Context, o *options) error {
 		mopts.Client.Cache = &client.CacheOptions{EnableReadYourWritesConsistency: ptr.To(true)}
 	}
 	copts := controller.Options{Workers: o.workers}
+	var lease *resourcelock.LeaseLock
+	if mopts.LeaderElection {
+		// controller-runtime's election over a lock of our own: every write
+		// goes out only while the lease is confirmed by a renewal within the
+		// renew deadline, so that a leader frozen past its lease writes
+		// nothing when it wakes (package shard's Leader).
+		host, err := os.Hostname()
+		if err != nil {
+			return fmt.Errorf("the leader election identity: %w", err)
+		}
+		lcfg := rest.AddUserAgent(cfg, "leader-election")
+		// A hung request must not cost the lease, as controller-runtime sets it.
+		lcfg.Timeout = max(o.renewDeadline/2, time.Second)
+		cs, err := kubernetes.NewForConfig(lcfg)
+		if err != nil {
+			return fmt.Errorf("a client for the leader election Lease: %w", err)
+		}
+		lease = &resourcelock.LeaseLock{
+			LeaseMeta:  metav1.ObjectMeta{Namespace: namespace, Name: leaderElectionID},
+			Client:     cs.CoordinationV1(),
+			LockConfig: resourcelock.ResourceLockConfig{Identity: host + "_" + string(uuid.NewUUID())},
+		}
+		leader := shard.NewLeader(lease, o.renewDeadline)
+		mopts.LeaderElectionResourceLockInterface = leader
+		cfg = leader.Fence(cfg)
+	}
 	if o.shards > 0 {
 		cs, err := kubernetes.NewForConfig(cfg)
 		if err != nil {
@@ -253,6 +283,10 @@ func run(ctx context.Context, o *options) error {
 		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
 		m.OnChange = func(held ranges.Set) { setupLog.Info("ranges held", "ranges", held.String()) }
 		copts.Shard = m
+		// Every write a reconcile sends is checked, just before it goes
+		// out, against its range's Lease: a replica that wakes from a
+		// freeze writes nothing for a range it lost.
+		cfg = shard.Fence(cfg)
 		// The cache holds the Ats of the ranges held and their Pods.
 		if mopts.Cache, err = controller.CacheOptions(copts.Shard, cache.Options{}); err != nil {
 			return fmt.Errorf("the sharded cache: %w", err)
@@ -267,6 +301,10 @@ func run(ctx context.Context, o *options) error {
 	mgr, err := ctrl.NewManager(cfg, mopts)
 	if err != nil {
 		return fmt.Errorf("creating the manager: %w", err)
+	}
+	if lease != nil {
+		// The "became leader" event, as controller-runtime's own lock sends it.
+		lease.LockConfig.EventRecorder = mgr.GetEventRecorderFor(lease.LockConfig.Identity) //nolint:staticcheck // the lock takes the old events API
 	}
 	if copts.Shard != nil {
 		if err := mgr.Add(copts.Shard); err != nil {

@@ -612,6 +612,25 @@ func (p *proc) stop(tb testing.TB) {
 	}
 }
 
+// freeze stops the process with SIGSTOP for d, as a long GC pause, a
+// paused VM or a starved node stops it, timers and all, and wakes it with
+// SIGCONT. It returns when it sent each signal. A test that ends while the
+// process is frozen wakes it first, so that it can be stopped.
+func (p *proc) freeze(tb testing.TB, d time.Duration) (stopped, woken time.Time) {
+	tb.Helper()
+	wake := func() { _ = p.cmd.Process.Signal(syscall.SIGCONT) }
+	tb.Cleanup(wake)
+	if err := p.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		tb.Fatalf("freezing %s: %v", p.name, err)
+	}
+	stopped = time.Now()
+	time.Sleep(d)
+	if err := p.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		tb.Fatalf("waking %s: %v", p.name, err)
+	}
+	return stopped, time.Now()
+}
+
 // scrape sums the samples of a metric on the process's /metrics that carry
 // the labels of match, and says how many there were.
 func (p *proc) scrape(name string, match map[string]string) (float64, int, error) {

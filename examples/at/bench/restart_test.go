@@ -11,9 +11,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
@@ -152,29 +149,7 @@ func runRestarts(t *testing.T, pl *plane, api *restart.APIServer, bins binaries,
 	reqs := tail.read(t)
 
 	// Every At DONE with exactly one Pod.
-	ctx := context.Background()
-	var atList atv1.AtList
-	if err := pl.admin.List(ctx, &atList, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var podList corev1.PodList
-	if err := pl.admin.List(ctx, &podList, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	podsOf := map[string]int{}
-	for i := range podList.Items {
-		podsOf[atOf(&podList.Items[i])]++
-	}
-	done := problems{what: what + ": every At DONE with exactly one Pod"}
-	if len(atList.Items) != n {
-		done.add("%d Ats, want %d", len(atList.Items), n)
-	}
-	for _, at := range atList.Items {
-		if at.Status.Phase != atv1.PhaseDone || podsOf[at.Name] != 1 {
-			done.add("%s: phase %q, %d Pods", at.Name, at.Status.Phase, podsOf[at.Name])
-		}
-	}
-	done.report(t)
+	atItems, podItems := listDone(t, pl, ns, what+": ", n, nil)
 
 	// Nothing written twice, and (sharded) nothing written unfenced.
 	fenced := problems{what: what + ": every write to an At or its Pod received while its writer held the At's range"}
@@ -183,26 +158,12 @@ func runRestarts(t *testing.T, pl *plane, api *restart.APIServer, bins binaries,
 		hs, broken := holdings(reqs, rangeLeases(shardRanges))
 		leaseRules := problems{what: what + ": the range Leases changed hands as leader election allows", list: broken}
 		leaseRules.report(t)
-		rangeOf := map[string]int{}
-		for i := range atList.Items {
-			r, err := ranges.Of(&atList.Items[i], shardRanges)
-			if err != nil {
-				t.Fatal(err)
-			}
-			rangeOf[atList.Items[i].Name] = r
-		}
-		check = func(r bench.AuditRequest, at string) {
-			rng := rangeOf[at]
-			if _, ok := heldBy(hs, rangeLease(rng, shardRanges), r.User, r.Received); !ok {
-				fenced.add("%s: %s %s of At %s (range %d) at %s (%d), without holding %s", r.User, r.Target(), r.Name, at, rng,
-					stamp(r.Received), r.Code, rangeLease(rng, shardRanges))
-			}
-		}
+		check = outOfTurn(&fenced, hs, rangeLeaseOf(atItems))
 	}
-	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, podList.Items, check)
+	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atItems, podItems, check)
 	fenced.report(t)
 	once := problems{what: what + ": each At: one Pod create, one finalizer patch, at most one status write per phase"}
-	for _, at := range atList.Items {
+	for _, at := range atItems {
 		// The status watch lists again after each restart and may miss a
 		// status: at most PENDING, RUNNING and DONE, each once.
 		if wrong := checkAtWrites(writes[at.Name], func(c writeCount) bool { return c.accepted >= 1 && c.accepted <= 3 }); len(wrong) > 0 {

@@ -50,8 +50,12 @@ const shardRanges = 6
 
 // shardArgs are the flags that run the At sharded over shards ranges.
 func shardArgs(shards int, lt leaseTimings) []string {
-	return []string{fmt.Sprintf("--shards=%d", shards),
-		"--leader-elect-lease-duration", lt.duration.String(),
+	return append([]string{fmt.Sprintf("--shards=%d", shards)}, leaseArgs(lt)...)
+}
+
+// leaseArgs are the flags that set the At's lease timings.
+func leaseArgs(lt leaseTimings) []string {
+	return []string{"--leader-elect-lease-duration", lt.duration.String(),
 		"--leader-elect-renew-deadline", lt.renew.String(),
 		"--leader-elect-retry-period", lt.retry.String()}
 }
@@ -308,9 +312,12 @@ func (p *problems) report(tb testing.TB) {
 // own authenticated as a user of its own, on -at.proof.n Ats (500; issue
 // 25 ran 3,000, see proofN) created over 60 s
 // whose schedules are spread over 80 s, so that Ats are being created,
-// waiting and running throughout: one replica alone, then three, then one
-// of them stopped gracefully (SIGTERM: 3 → 2), a fourth started, and one
-// killed (SIGKILL: 3 → 2) while Ats still fall due. Then, from the audit
+// waiting and running throughout: one replica alone, then three, one of
+// them frozen (SIGSTOP) for a quarter of the lease duration, then one
+// stopped gracefully (SIGTERM: 3 → 2), a fourth started and frozen for
+// twice the lease duration (its ranges taken by the others) before it
+// wakes (SIGCONT), and one killed (SIGKILL: 3 → 2) while Ats still fall
+// due. Then, from the audit
 // log: every At ends DONE with exactly one Pod; each At got exactly one
 // accepted Pod create and one accepted finalizer patch, and as many
 // accepted status writes as it had distinct statuses (seen on a watch),
@@ -321,8 +328,11 @@ func (p *problems) report(tb testing.TB) {
 // add to it (see writeCount). Who held which range when is reconstructed
 // from the Lease writes in the same log (see holdings), and must follow
 // leader election's rules; every write to an At (ats, ats/status) or its
-// Pod by a replica that may have been applied was received while that
-// replica held the At's range.
+// Pod by a replica, accepted or refused, was received while that replica
+// held the At's range: the one woken from a freeze past its Leases sends
+// nothing for the ranges it lost (issue 46), and ended the term of each
+// range it held as it woke (its metric says so). The replica frozen for
+// less than the lease keeps every range.
 // The stopped replica's ranges are taken within two of the takers'
 // balancing rounds after their release, the killed one's within three
 // after their Leases ran out, plus one for each other Lease of the killed
@@ -378,11 +388,13 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 		spreadOver = 80 * time.Second
 		// The replicas come and go at these offsets from the first
 		// creation.
-		scaleUpAt  = 10 * time.Second
-		stopAt     = 30 * time.Second
-		joinAt     = 40 * time.Second
-		killAt     = 60 * time.Second
-		balancedIn = 30 * time.Second // a bound for the waits, not asserted
+		scaleUpAt     = 10 * time.Second
+		freezeShortAt = 20 * time.Second
+		stopAt        = 30 * time.Second
+		joinAt        = 40 * time.Second
+		freezeAt      = 45 * time.Second
+		killAt        = 60 * time.Second
+		balancedIn    = 30 * time.Second // a bound for the waits, not asserted
 	)
 	lt := shardTimings
 	bins := buildAt(t)
@@ -416,6 +428,11 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	balanced3 := time.Now()
 	t.Logf("+%s: 1 → 3 replicas, balanced (2 ranges each) %s after the two started", scaleUp.Sub(createStart).Round(time.Millisecond), toThree.Round(time.Millisecond))
 
+	// A freeze shorter than the lease (a GC pause): a keeps its ranges.
+	time.Sleep(time.Until(createStart.Add(freezeShortAt)))
+	shortFrozen, shortWoken := a.freeze(t, lt.duration/4)
+	t.Logf("+%s: %s frozen (SIGSTOP) for %s, a quarter of the lease duration", shortFrozen.Sub(createStart).Round(time.Millisecond), a.name, shortWoken.Sub(shortFrozen).Round(time.Millisecond))
+
 	time.Sleep(time.Until(createStart.Add(stopAt)))
 	stopped := time.Now()
 	b.stop(t) // SIGTERM, and wait for it to exit
@@ -430,6 +447,27 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	waitBalanced(t, []*proc{a, c, d}, shardRanges, balancedIn)
 	balancedD := time.Now()
 	t.Logf("+%s: %s joined, 3 replicas balanced", offset(), d.name)
+
+	// A freeze past the lease (a long GC pause, a paused VM): the others
+	// take d's ranges, and d, woken, must write nothing for them.
+	time.Sleep(time.Until(createStart.Add(freezeAt)))
+	dRanges, err := d.rangesHeld()
+	if err != nil {
+		t.Fatal(err)
+	}
+	frozen, woken := d.freeze(t, 2*lt.duration)
+	t.Logf("+%s: %s, holding %d ranges, frozen (SIGSTOP) for %s, twice the lease duration", frozen.Sub(createStart).Round(time.Millisecond), d.name, dRanges, woken.Sub(frozen).Round(time.Millisecond))
+	rebalanced := waitBalanced(t, []*proc{a, c, d}, shardRanges, balancedIn)
+	t.Logf("+%s: %s woken, 3 replicas balanced again %s after", offset(), d.name, rebalanced.Round(time.Millisecond))
+	// Every range d held when it froze was confirmed last before the
+	// freeze, longer than the renew deadline before it woke: each term
+	// ended, and the work in it was cancelled, as d woke.
+	if ended := d.metric(t, "reconcilekit_shard_fenced_total", map[string]string{"group": "at", "at": "term"}); ended < float64(dRanges) {
+		t.Errorf("%s, woken from a freeze past its Leases, ended %v terms of its ranges, want at least the %d it held", d.name, ended, dRanges)
+	}
+	fencedWrites, _, _ := d.scrape("reconcilekit_shard_fenced_total", map[string]string{"group": "at", "at": "write"})
+	fencedEnters, _, _ := d.scrape("reconcilekit_shard_fenced_total", map[string]string{"group": "at", "at": "enter"})
+	t.Logf("%s, woken: %v writes and %v reconciles refused by its fence", d.name, fencedWrites, fencedEnters)
 
 	time.Sleep(time.Until(createStart.Add(killAt)))
 	killed := time.Now()
@@ -455,55 +493,38 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	kl.stop()
 
 	// Every At DONE with exactly one Pod.
-	ctx := context.Background()
-	var atList atv1.AtList
-	if err := pl.admin.List(ctx, &atList, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	var podList corev1.PodList
-	if err := pl.admin.List(ctx, &podList, client.InNamespace(ns)); err != nil {
-		t.Fatal(err)
-	}
-	podsOf := map[string]int{}
-	for i := range podList.Items {
-		podsOf[atOf(&podList.Items[i])]++
-	}
-	seen := kl.podsSeen()
-	done := problems{what: "every At DONE with exactly one Pod"}
-	if len(atList.Items) != n {
-		done.add("%d Ats, want %d", len(atList.Items), n)
-	}
-	rangeOf := map[string]int{} // At name -> its range
-	podAt := map[string]string{}
-	for i := range atList.Items {
-		at := &atList.Items[i]
-		if at.Status.Phase != atv1.PhaseDone || podsOf[at.Name] != 1 || seen[at.Name] != 1 {
-			done.add("%s: phase %q, %d Pods now, %d seen by the kubelet", at.Name, at.Status.Phase, podsOf[at.Name], seen[at.Name])
-		}
-		r, err := ranges.Of(at, shardRanges)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rangeOf[at.Name] = r
-		podAt[controller.PodName(at)] = at.Name
-	}
-	done.report(t)
+	atItems, podItems := listDone(t, pl, ns, "", n, kl.podsSeen())
 
 	// Who held which range when, from the Lease writes.
 	hs, broken := holdings(reqs, rangeLeases(shardRanges))
 	leaseRules := problems{what: "the range Leases changed hands as leader election allows", list: broken}
 	leaseRules.report(t)
 
+	// The freezes: a, frozen for a quarter of the lease, kept every range;
+	// d, frozen for two, lost every one it held.
+	for _, h := range hs {
+		if h.user == a.name && h.contains(shortFrozen) && h.end != endReleased && h.to.Before(shortWoken.Add(lt.duration)) {
+			t.Errorf("%s, frozen for %s, lost %s (%s at %s): a freeze shorter than the lease must keep the range", a.name,
+				shortWoken.Sub(shortFrozen).Round(time.Millisecond), h.lease, h.end, stamp(h.to))
+		}
+	}
+	lostInFreeze := 0
+	for _, h := range hs {
+		if h.user == d.name && h.contains(frozen) && h.end != endReleased && h.to.Before(woken) {
+			lostInFreeze++
+		}
+	}
+	if lostInFreeze < dRanges {
+		t.Errorf("%s lost %d ranges while frozen past its Leases, want the %d it held: the freeze proved nothing", d.name, lostInFreeze, dRanges)
+	}
+	if accepted, refused := writesHoldingNothing(reqs, hs, d.name, woken); accepted+refused > 0 {
+		t.Errorf("%s, woken from a freeze past its Leases, wrote %d times (%d accepted) while it held no range", d.name, accepted+refused, accepted)
+	}
+
 	// Each At's and each Pod's writes: how many, by whom, when; each
 	// received while its writer held the At's range.
-	fenced := problems{what: "every write to an At or its Pod received while its writer held the At's range"}
-	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atList.Items, podList.Items, func(r bench.AuditRequest, at string) {
-		rng := rangeOf[at]
-		if _, ok := heldBy(hs, rangeLease(rng, shardRanges), r.User, r.Received); !ok {
-			fenced.add("%s: %s %s of At %s (range %d) at %s (%d), without holding %s", r.User, r.Target(), r.Name, at, rng,
-				stamp(r.Received), r.Code, rangeLease(rng, shardRanges))
-		}
-	})
+	fenced := problems{what: "every write to an At or its Pod, accepted or refused, received while its writer held the At's range"}
+	writes, perTarget, unknownOutcome := auditAtWrites(t, reqs, ns, atItems, podItems, outOfTurn(&fenced, hs, rangeLeaseOf(atItems)))
 	fenced.report(t)
 
 	versions, lists := hist.versions()
@@ -512,7 +533,7 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	}
 	once := problems{what: "each At: one Pod create, one finalizer patch, one status write per status, each a step forward, nothing else"}
 	moved := 0
-	for _, at := range atList.Items {
+	for _, at := range atItems {
 		if w := writes[at.Name]; w != nil && len(w.users) > 1 {
 			moved++
 		}
@@ -633,6 +654,61 @@ func testShardedAts(t *testing.T, gated bool, n int) {
 	t.Logf("the test took %s", time.Since(began).Round(time.Second))
 }
 
+// listDone lists the Ats and Pods of ns and checks that there are n Ats,
+// each DONE with exactly one Pod and, when seen is not nil, whose Pod the
+// kubelet saw once (seen, by At); what prefixes the failures.
+func listDone(t *testing.T, pl *plane, ns, what string, n int, seen map[string]int) ([]atv1.At, []corev1.Pod) {
+	t.Helper()
+	ctx := context.Background()
+	var atList atv1.AtList
+	if err := pl.admin.List(ctx, &atList, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	var podList corev1.PodList
+	if err := pl.admin.List(ctx, &podList, client.InNamespace(ns)); err != nil {
+		t.Fatal(err)
+	}
+	podsOf := map[string]int{}
+	for i := range podList.Items {
+		podsOf[atOf(&podList.Items[i])]++
+	}
+	done := problems{what: what + "every At DONE with exactly one Pod"}
+	if len(atList.Items) != n {
+		done.add("%d Ats, want %d", len(atList.Items), n)
+	}
+	for _, at := range atList.Items {
+		if at.Status.Phase != atv1.PhaseDone || podsOf[at.Name] != 1 || seen != nil && seen[at.Name] != 1 {
+			done.add("%s: phase %q, %d Pods now, %d seen by the kubelet", at.Name, at.Status.Phase, podsOf[at.Name], seen[at.Name])
+		}
+	}
+	done.report(t)
+	return atList.Items, podList.Items
+}
+
+// outOfTurn returns a check for auditAtWrites that adds to p each write
+// received while its writer did not hold, by hs, the Lease that leaseOf
+// names for the At it is for.
+func outOfTurn(p *problems, hs []holding, leaseOf func(at string) string) func(bench.AuditRequest, string) {
+	return func(r bench.AuditRequest, at string) {
+		lease := leaseOf(at)
+		if _, ok := heldBy(hs, lease, r.User, r.Received); !ok {
+			p.add("%s: %s %s of At %s at %s (%d), without holding %s", r.User, r.Target(), r.Name, at,
+				stamp(r.Received), r.Code, lease)
+		}
+	}
+}
+
+// rangeLeaseOf returns the name of the Lease of the range of each of ats,
+// by name.
+func rangeLeaseOf(ats []atv1.At) func(at string) string {
+	lease := map[string]string{}
+	for i := range ats {
+		rng, _ := ranges.Of(&ats[i], shardRanges)
+		lease[ats[i].Name] = rangeLease(rng, shardRanges)
+	}
+	return func(at string) string { return lease[at] }
+}
+
 // atWrites are the writes to one At and its Pod that may have been applied.
 type atWrites struct {
 	counts map[string]writeCount // by target
@@ -643,8 +719,8 @@ type atWrites struct {
 
 // auditAtWrites collects, from the audit log, the writes to each of ats
 // (in namespace ns) and to its Pod that may have been applied, with check
-// called on each; a write to an At or Pod that is none of them fails the
-// test. It returns the writes by At, the accepted ones by target in all,
+// called on every write to them, accepted or refused; a write to an At or
+// Pod that is none of them fails the test. It returns the writes by At, the accepted ones by target in all,
 // and those of unknown outcome.
 //
 // A create logged only as received names no object (the API server learns
@@ -671,6 +747,10 @@ func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv
 			writes[name] = w
 		}
 		w.all = append(w.all, fmt.Sprintf("%s→%s %s %s %s %d", stamp(r.Received), stamp(r.Staged), r.User, r.Target(), cmp.Or(r.Name, "(unnamed)"), r.Code))
+		if check != nil && r.Write() {
+			// Refused writes too: a replica sends nothing out of turn.
+			check(r, name)
+		}
 		if !mayHaveApplied(r) {
 			return
 		}
@@ -684,9 +764,6 @@ func auditAtWrites(t *testing.T, reqs []bench.AuditRequest, ns string, ats []atv
 		}
 		w.counts[r.Target()] = c
 		w.users[r.User] = true
-		if check != nil {
-			check(r, name)
-		}
 	}
 	for _, r := range reqs {
 		if r.Resource == "pods" && r.Name == "" && r.Verb == "create" && r.Namespace == ns && !r.Accepted() && mayHaveApplied(r) {

@@ -307,6 +307,11 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		// The events client-go's broadcaster (mgr.GetEventRecorder) would
 		// send, without its copy of each for 6 to 12 minutes (issue 38).
 		rec := recorder.New(mgr.GetClient(), Name)
+		if o.Shard != nil {
+			// No event about an At of a range this replica lost, or
+			// could not renew: asked just before each is sent.
+			rec.Fence = o.Shard.Check
+		}
 		if err := mgr.Add(rec); err != nil {
 			return err
 		}
@@ -444,7 +449,9 @@ func (r *AtReconciler) adoptPod(ctx context.Context, at *atv1.At, key client.Obj
 	if labelled.Labels[follow.RangeLabel] == pod.Labels[follow.RangeLabel] {
 		return nil
 	}
-	if err := r.client.Patch(ctx, labelled, client.MergeFrom(pod)); err != nil {
+	// Locked, so that a replica that lost the range after its read labels
+	// nothing the new holder changed since.
+	if err := r.client.Patch(ctx, labelled, client.MergeFromWithOptions(pod, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("label pod %s with its At's range: %w", key.Name, err)
 	}
 	log.FromContext(ctx).Info("labelled a Pod created before the controller ran sharded", "pod", key.Name)

@@ -305,7 +305,9 @@ func startReplica(t *testing.T, ns, name string, leases kubernetes.Interface, wr
 		t.Fatal(err)
 	}
 	copts = onTheDiet(t, copts)
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// As the At's main does: every write of a reconcile checked against
+	// its range's Lease.
+	mgr, err := ctrl.NewManager(shard.Fence(env.Config), ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
