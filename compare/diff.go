@@ -88,7 +88,7 @@ func (c Comparison) Fingerprint() uint64 {
 //     even to 0 or false) or, for maps and lists, [Own].
 //     Map values and list elements are always compared, zero or not.
 //   - apiVersion, kind, status and metadata other than labels and
-//     annotations are ignored ([CompareStatus], [CompareOwnerReferences]).
+//     annotations are ignored ([IncludeStatus], [IncludeOwnerReferences]).
 //   - resource.Quantity compares by value ("1Gi" equals "1024Mi");
 //     metav1.Time to the second and metav1.MicroTime to the microsecond,
 //     as they travel on the wire.

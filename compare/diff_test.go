@@ -252,15 +252,15 @@ func TestDiffTyped(t *testing.T) {
 			wantPaths: []string{"spec.template.spec.containers[name=web].resources.limits[memory]"},
 		},
 		{
-			name: "status is drift only with CompareStatus",
+			name: "status is drift only with IncludeStatus",
 			desired: func(d *appsv1.Deployment) {
 				d.Status.Replicas = 3
 			},
 		},
 		{
-			name:      "status is drift with CompareStatus",
+			name:      "status is drift with IncludeStatus",
 			desired:   func(d *appsv1.Deployment) { d.Status.Replicas = 3 },
-			opts:      []compare.Option{compare.CompareStatus()},
+			opts:      []compare.Option{compare.IncludeStatus()},
 			wantPaths: []string{"status.replicas"},
 		},
 		{
@@ -294,14 +294,14 @@ func TestDiffTyped(t *testing.T) {
 			},
 		},
 		{
-			name: "owner references are matched by uid with CompareOwnerReferences",
+			name: "owner references are matched by uid with IncludeOwnerReferences",
 			actual: func(a *appsv1.Deployment) {
 				a.OwnerReferences = []metav1.OwnerReference{{UID: "1", Name: "o", Kind: "K", APIVersion: "v1"}}
 			},
 			desired: func(d *appsv1.Deployment) {
 				d.OwnerReferences = []metav1.OwnerReference{{UID: "2", Name: "p", Kind: "K", APIVersion: "v1"}}
 			},
-			opts:      []compare.Option{compare.CompareOwnerReferences()},
+			opts:      []compare.Option{compare.IncludeOwnerReferences()},
 			wantPaths: []string{"metadata.ownerReferences[uid=2]"},
 		},
 		{

@@ -106,7 +106,7 @@ func TestOverlayNeedsAnActualItCanChange(t *testing.T) {
 	}
 }
 
-func TestIgnoreStatusUndoesCompareStatus(t *testing.T) {
+func TestIgnoreStatusUndoesIncludeStatus(t *testing.T) {
 	desired := webDeployment()
 	desired.Status.Replicas = 2
 	actual := webDeployment()
@@ -116,9 +116,9 @@ func TestIgnoreStatusUndoesCompareStatus(t *testing.T) {
 		want []string
 	}{
 		{name: "default"},
-		{name: "CompareStatus", opts: []compare.Option{compare.CompareStatus()}, want: []string{"status.replicas"}},
-		{name: "CompareStatus, then IgnoreStatus", opts: []compare.Option{compare.CompareStatus(), compare.IgnoreStatus()}},
-		{name: "IgnoreStatus, then CompareStatus", opts: []compare.Option{compare.IgnoreStatus(), compare.CompareStatus()}, want: []string{"status.replicas"}},
+		{name: "IncludeStatus", opts: []compare.Option{compare.IncludeStatus()}, want: []string{"status.replicas"}},
+		{name: "IncludeStatus, then IgnoreStatus", opts: []compare.Option{compare.IncludeStatus(), compare.IgnoreStatus()}},
+		{name: "IgnoreStatus, then IncludeStatus", opts: []compare.Option{compare.IgnoreStatus(), compare.IncludeStatus()}, want: []string{"status.replicas"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := compare.Diff(desired, actual, tt.opts...)
@@ -161,7 +161,7 @@ func TestFingerprintIsTheDriftToWrite(t *testing.T) {
 	}
 }
 
-// TestFieldOwnerOptions: Replaced, OnlyApplied and StrategicMerge, the
+// TestFieldOwnerOptions: Replaces, OnlyApplied and StrategicMerge, the
 // options package drift's writers pass, on objects as the API server
 // returns them.
 func TestFieldOwnerOptions(t *testing.T) {
@@ -193,10 +193,10 @@ func TestFieldOwnerOptions(t *testing.T) {
 		want            []string
 	}{
 		{name: "a replaced manager's entry is not ours", desired: desired, actual: live(envEntry("manager", "Update"))},
-		{name: "Replaced makes it ours", desired: desired, actual: live(envEntry("manager", "Update")),
-			opts: []compare.Option{compare.Replaced("manager")}, want: []string{logPath}},
-		{name: "Replaced twice adds up", desired: desired, actual: live(envEntry("manager", "Update")),
-			opts: []compare.Option{compare.Replaced("kubectl-edit"), compare.Replaced("", "manager")}, want: []string{logPath}},
+		{name: "Replaces makes it ours", desired: desired, actual: live(envEntry("manager", "Update")),
+			opts: []compare.Option{compare.Replaces("manager")}, want: []string{logPath}},
+		{name: "Replaces twice adds up", desired: desired, actual: live(envEntry("manager", "Update")),
+			opts: []compare.Option{compare.Replaces("kubectl-edit"), compare.Replaces("", "manager")}, want: []string{logPath}},
 		{name: "our Update entry counts", desired: desired, actual: live(envEntry(testOwner, "Update")), want: []string{logPath}},
 		{name: "OnlyApplied: our Update entry does not", desired: desired, actual: live(envEntry(testOwner, "Update")),
 			opts: []compare.Option{compare.OnlyApplied()}},

@@ -600,7 +600,7 @@ var apiVersions struct {
 	m  atomic.Pointer[map[schema.GroupVersion]string]
 }
 
-// replacedSet is the names of Replaced as one comparable string, for the
+// replacedSet is the names of Replaces as one comparable string, for the
 // owned-fields query and its memo.
 func replacedSet(names []string) string {
 	s := slices.Clone(names)

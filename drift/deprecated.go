@@ -69,20 +69,25 @@ func IgnorePaths(paths ...string) Option {
 	return CompareOptions(compare.IgnorePaths(paths...))
 }
 
-// CompareStatus is [compare.CompareStatus] as an Option of this package;
-// a Writer ignores it (status belongs to the status subresource).
+// CompareStatus is [compare.IncludeStatus] as an Option of this package,
+// for the deprecated [Diff]; a Writer ignores it (status belongs to the
+// status subresource, and a Writer never compares or writes it).
 //
-// Deprecated: use [compare.CompareStatus] with compare.Diff.
+// Deprecated: to compare status, call compare.Diff with
+// [compare.IncludeStatus]. There is no form for a Writer: it never compares
+// status, and CompareOptions(compare.IncludeStatus()) is ignored too.
 func CompareStatus() Option {
-	return CompareOptions(compare.CompareStatus())
+	return CompareOptions(compare.IncludeStatus())
 }
 
-// CompareOwnerReferences is [compare.CompareOwnerReferences] as an Option
+// CompareOwnerReferences is [compare.IncludeOwnerReferences] as an Option
 // of this package; a Writer turns it on by itself when given an [Owner].
 //
-// Deprecated: use CompareOptions(compare.CompareOwnerReferences()).
+// Deprecated: with compare.Diff, pass [compare.IncludeOwnerReferences];
+// with a Writer, pass CompareOptions(compare.IncludeOwnerReferences()), or
+// nothing when the call has an Owner.
 func CompareOwnerReferences() Option {
-	return CompareOptions(compare.CompareOwnerReferences())
+	return CompareOptions(compare.IncludeOwnerReferences())
 }
 
 // Own is [compare.Own] as an Option of this package.

@@ -242,7 +242,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		extra = append(extra, compare.StrategicMerge())
 	}
 	if take != nil && take.whole {
-		extra = append(extra, compare.Replaced(take.managers...))
+		extra = append(extra, compare.Replaces(take.managers...))
 	}
 	opts := w.compareOptions(cfg, extra...)
 	cmpn, err := compare.Diff(want, live, opts...)

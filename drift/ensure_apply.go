@@ -68,7 +68,7 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 		extra := []compare.Option{compare.OnlyApplied()}
 		take := planTakeover(w.fieldOwner, cfg, live, gvk.GroupVersion().String(), true)
 		if take != nil && take.whole {
-			extra = append(extra, compare.Replaced(take.managers...))
+			extra = append(extra, compare.Replaces(take.managers...))
 		}
 		if cmpn, err = compare.Diff(want, live, w.compareOptions(cfg, extra...)...); err != nil {
 			return Outcome{}, nil, err

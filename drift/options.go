@@ -105,7 +105,7 @@ func ForceOwnership() Option {
 //
 //   - An object the [Owner] given to the same call controls (its controller
 //     reference has the owner's UID): a child of this operator. The
-//     replaced managers' entries are ours whole ([compare.Replaced]): what
+//     replaced managers' entries are ours whole ([compare.Replaces]): what
 //     they wrote and desired no longer sets is drift, by the rules of our
 //     own entries (list elements and map entries of an Update entry,
 //     anything of an Apply entry), and the write removes it.

@@ -42,7 +42,7 @@ type takeover struct {
 
 // planTakeover returns what Replaces takes from live in this write, nil for
 // nothing. When the object is the Owner's, the replaced entries are ours
-// whole (whole), and the comparison must read them so (compare.Replaced).
+// whole (whole), and the comparison must read them so (compare.Replaces).
 func planTakeover(fieldOwner string, cfg *config, live client.Object, apiVersion string, apply bool) *takeover {
 	if len(cfg.replaces) == 0 {
 		return nil

@@ -197,7 +197,7 @@ func (w *Writer) compareOptions(cfg *config, extra ...compare.Option) []compare.
 	opts = append(opts, cfg.compare...)
 	opts = append(opts, compare.WithFieldOwner(w.fieldOwner), compare.IgnoreStatus())
 	if cfg.owner != nil {
-		opts = append(opts, compare.CompareOwnerReferences())
+		opts = append(opts, compare.IncludeOwnerReferences())
 	}
 	return append(opts, extra...)
 }

@@ -127,7 +127,7 @@ func TestDeprecatedNamesStillWork(t *testing.T) {
 		t.Fatal(err)
 	}
 	want, err := compare.Diff(desired, live, compare.Rules(compare.KubernetesRules()...), compare.IgnorePaths("spec.template.spec.containers[*].image"),
-		compare.Own("metadata.labels"), compare.CompareStatus(), compare.CompareOwnerReferences(),
+		compare.Own("metadata.labels"), compare.IncludeStatus(), compare.IncludeOwnerReferences(),
 		compare.ListKey("spec.template.spec.tolerations", "key"), compare.WithFieldOwner("web"))
 	if err != nil {
 		t.Fatal(err)
