@@ -65,7 +65,7 @@
 // event. predicate.GenerationChangedPredicate lets it through for custom
 // resources only because a real API server bumps their generation on
 // deletion; for types without a generation, and with the fake client, it
-// drops it. Combine it with [ChangedPredicate] to never miss a deletion.
+// drops it. Combine it with [Predicate] to never miss a deletion.
 //
 // This package does not decide what to clean up or when to requeue; owned
 // objects in the same namespace are better left to the garbage collector
