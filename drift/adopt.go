@@ -17,10 +17,10 @@ import (
 // 36: Ensure patched a mirror's linked Secret onto a Secret somebody else
 // had created, and replaced its data).
 
-// ReasonForeign is the condition reason of a [*ForeignError]: a
+// ReasonForeignObject is the condition reason of a [*ForeignError]: a
 // reconcile.Loop, or status.MarkFailure, shows it on the object's Stalled
 // condition, with the error's message naming the object.
-const ReasonForeign = "ForeignObject"
+const ReasonForeignObject = "ForeignObject"
 
 // Adopt lets the call write to an existing object that is not yet this
 // operator's: one that no owner controls or links and that the Writer's
@@ -63,7 +63,7 @@ func Adopt() Option {
 // without managedFields cannot show who wrote it; it counts as written
 // before, so for it only owner references and links decide.
 //
-// It is returned marked errors.Permanent, with reason [ReasonForeign]:
+// It is returned marked errors.Permanent, with reason [ReasonForeignObject]:
 // retrying cannot change whose the object is. A reconcile.Loop reports it as
 // Stalled with the object named. The object's owner letting it go, or its
 // deletion, is a change to that object, not to the reconciled one: watch it
@@ -134,7 +134,7 @@ func (w *Writer) refuseForeign(cfg *config, want, live client.Object) error {
 	if gvk, err := apiutil.GVKForObject(live, w.client.Scheme()); err == nil {
 		fe.GroupKind = gvk.GroupKind()
 	}
-	return errors.Permanent(errors.WithReason(fe, ReasonForeign))
+	return errors.Permanent(errors.WithReason(fe, ReasonForeignObject))
 }
 
 // wroteBefore reports whether the Writer's field owner, or a manager it
@@ -183,5 +183,5 @@ func (w *Writer) foreignOr(live client.Object, err error) error {
 	if gvk, gerr := apiutil.GVKForObject(live, w.client.Scheme()); gerr == nil {
 		fe.GroupKind = gvk.GroupKind()
 	}
-	return errors.Permanent(errors.WithReason(fe, ReasonForeign))
+	return errors.Permanent(errors.WithReason(fe, ReasonForeignObject))
 }

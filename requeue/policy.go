@@ -37,11 +37,17 @@ const (
 	// restart of the API server, short enough that a user who looks sees
 	// why the object is not progressing.
 	DefaultReportAfter = 10 * time.Second
-	// DefaultTrackedRequests is how many failing requests a Policy
+	// DefaultMaxTrackedRequests is how many failing requests a Policy
 	// remembers (for conflict backoff and for ReportAfter) when
 	// Policy.MaxTrackedRequests is zero.
-	DefaultTrackedRequests = 10_000
+	DefaultMaxTrackedRequests = 10_000
 )
+
+// DefaultTrackedRequests is [DefaultMaxTrackedRequests].
+//
+// Deprecated: use DefaultMaxTrackedRequests, named, as every default of a
+// Policy is, after the field it is the default of (Policy.MaxTrackedRequests).
+const DefaultTrackedRequests = DefaultMaxTrackedRequests
 
 // Policy turns what a reconcile produced, a reconcile.Result and an error, into
 // what controller-runtime should get, by the error's [errors.Class]. It is
@@ -111,7 +117,7 @@ type Policy struct {
 	ReportAfter time.Duration
 	// MaxTrackedRequests bounds how many failing requests are remembered;
 	// when full, the one that failed least recently is forgotten. Zero
-	// means [DefaultTrackedRequests] (10,000); negative is invalid.
+	// means [DefaultMaxTrackedRequests] (10,000); negative is invalid.
 	MaxTrackedRequests int
 	// Clock tells the time for ReportAfter. Nil means the real clock.
 	Clock clock.PassiveClock
@@ -241,7 +247,7 @@ func (p *Policy) Validate() error {
 		negative("ThrottleDelay", p.ThrottleDelay, DefaultThrottleDelay)
 	}
 	if p.MaxTrackedRequests < 0 {
-		negative("MaxTrackedRequests", p.MaxTrackedRequests, DefaultTrackedRequests)
+		negative("MaxTrackedRequests", p.MaxTrackedRequests, DefaultMaxTrackedRequests)
 	}
 	if p.ConflictDelay >= 0 && p.MaxConflictDelay >= 0 {
 		if b := belowBase("MaxConflictDelay", p.MaxConflictDelay, DefaultMaxConflictDelay, "ConflictDelay", p.ConflictDelay, DefaultConflictDelay, "every conflict would wait"); b != "" {
@@ -373,7 +379,7 @@ func (p *Policy) failingSince(req reconcile.Request) (time.Time, bool) {
 func (p *Policy) recordFailing(req reconcile.Request, first time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultTrackedRequests))
+	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultMaxTrackedRequests))
 	if since.IsZero() || first.Before(*since) {
 		*since = first
 	}
