@@ -108,15 +108,15 @@ func (w *waiter) Reconcile(context.Context, reconcile.Request) (reconcile.Result
 	return reconcile.Result{}, nil
 }
 
-// WithClock lets Converge step the fake clock the reconciler reads, so a
+// StepClock lets Converge step the fake clock the reconciler reads, so a
 // reconciler that waits for a time converges without sleeping.
-func ExampleWithClock() {
+func ExampleStepClock() {
 	start := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(start)
 	r := &waiter{clock: clk, at: start.Add(90 * time.Minute)}
 
 	rep := reconciletest.Converge(exampleT{}, r, reconcile.Request{},
-		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.WithClock(clk))
+		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.StepClock(clk))
 	fmt.Println("runs:", rep.Runs)
 	fmt.Println("clock:", clk.Now().Format(time.Kitchen))
 	// Output:
