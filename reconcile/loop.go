@@ -531,7 +531,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 			status.MarkReady(r.obj, p.Reason, p.Message, opts...)
 		}
 		r.l.Mirror.apply(r.obj, p.State == Failed, opts...)
-		status.ObserveGeneration(r.obj)
+		observeGeneration(r.obj)
 		r.handleRequest(ctx)
 	case err == nil:
 		// Every cleanup succeeded: the object is on its way out.
@@ -539,7 +539,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 	case d.Report:
 		status.MarkFailure(r.obj, err, d.Class, opts...)
 		r.l.Mirror.apply(r.obj, true, opts...)
-		status.ObserveGeneration(r.obj)
+		observeGeneration(r.obj)
 		if synced {
 			r.handleRequest(ctx)
 		}
@@ -557,6 +557,15 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		r.l.recordTransition(r.obj, r.before, after, err != nil)
 	}
 	return nil
+}
+
+// observeGeneration brings obj's status.observedGeneration up to date
+// when its type has one (status.ObservedGenerationSetter); the Loop's T
+// need not.
+func observeGeneration(obj client.Object) {
+	if o, ok := obj.(status.ObservedGenerationObject); ok {
+		status.ObserveGeneration(o)
+	}
 }
 
 // deferFirstStatus reports whether the status of obj, read without a
