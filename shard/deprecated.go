@@ -110,9 +110,9 @@ type Follow = follow.Kinds
 // WrapCacheOptions returns opts with the informers of f's kinds following
 // the ranges m holds.
 //
-// Deprecated: use follow.CacheOptions(m, opts, f).
+// Deprecated: use follow.CacheOptions(opts, m, f).
 func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, error) {
-	return follow.CacheOptions(m, opts, f)
+	return follow.CacheOptions(opts, m, f)
 }
 
 // Label sets RangeLabel on child to owner's range among m.Ranges.

@@ -288,7 +288,7 @@ func run(ctx context.Context, o *options) error {
 		// freeze writes nothing for a range it lost.
 		cfg = shard.Fence(cfg)
 		// The cache holds the Ats of the ranges held and their Pods.
-		if mopts.Cache, err = controller.CacheOptions(copts.Shard, cache.Options{}); err != nil {
+		if mopts.Cache, err = controller.CacheOptions(cache.Options{}, copts.Shard); err != nil {
 			return fmt.Errorf("the sharded cache: %w", err)
 		}
 	}

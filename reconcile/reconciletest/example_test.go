@@ -237,7 +237,7 @@ func ExampleCacheDelay() {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 	delay := &reconciletest.CacheDelay{Delay: time.Minute, Clock: clk}
 	server := watch.NewFake() // stands for the API server's watch
-	lw := delay.WrapListerWatcher(&toolscache.ListWatch{
+	lw := delay.ListerWatcher(&toolscache.ListWatch{
 		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.ConfigMapList{}, nil },
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return server, nil },
 	})

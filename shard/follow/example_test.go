@@ -33,7 +33,7 @@ func ExampleLabel() {
 func ExampleCacheOptions() {
 	m := shard.NewMember(fake.NewClientset().CoordinationV1(), "widgets-controller")
 	m.Namespace, m.Name, m.Ranges = "widgets-system", "widgets", 8
-	opts, err := follow.CacheOptions(m, cache.Options{}, follow.Kinds{
+	opts, err := follow.CacheOptions(cache.Options{}, m, follow.Kinds{
 		Objects:  []client.Object{&corev1.ConfigMap{}}, // the controller's own kind (its For)
 		Children: []client.Object{&corev1.Pod{}},       // what it creates, labelled with follow.Label
 	})

@@ -92,7 +92,7 @@ func Label(h Holder, owner, child client.Object) error {
 
 func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strconv.Itoa(n) }
 
-// CacheOptions returns opts with the informers of k's kinds following the
+// CacheOptions returns base with the informers of k's kinds following the
 // ranges h holds: in a cache built from them (a manager's, through
 // ctrl.Options.Cache), each lists and watches only the objects of those
 // ranges (the ShardSelector of the ranges for Objects, a label selector on
@@ -106,7 +106,7 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // range being given up stays cached until its work has drained. Other
 // informers are left alone.
 //
-//	opts, err := follow.CacheOptions(member, cache.Options{}, follow.Kinds{
+//	opts, err := follow.CacheOptions(cache.Options{}, member, follow.Kinds{
 //		Objects:  []client.Object{&v1.Widget{}},
 //		Children: []client.Object{&corev1.Pod{}},
 //	})
@@ -131,14 +131,14 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // Until h holds a range its informers hold nothing, so the cache syncs at
 // once. The number of objects each holds is the gauge
 // reconcilekit_shard_cached_objects, by group and kind.
-func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) {
+func CacheOptions(base cache.Options, h Holder, k Kinds) (cache.Options, error) {
 	n := len(h.Holdings())
 	split, err := ranges.Split(n)
 	if err != nil {
-		return opts, err
+		return base, err
 	}
 	if len(k.Objects)+len(k.Children) == 0 {
-		return opts, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
+		return base, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
 	}
 	specs := map[kind.Key]*followSpec{}
 	add := func(obj client.Object, child bool) (kind.Key, *followSpec, error) {
@@ -154,14 +154,14 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 	}
 	for _, obj := range k.Objects {
 		if _, _, err := add(obj, false); err != nil {
-			return opts, err
+			return base, err
 		}
 	}
-	byObject := maps.Clone(opts.ByObject)
+	byObject := maps.Clone(base.ByObject)
 	for _, obj := range k.Children {
 		key, spec, err := add(obj, true)
 		if err != nil {
-			return opts, err
+			return base, err
 		}
 		// controller-runtime's informers set a kind's label selector on
 		// every list and watch, over ours: the range's requirement goes in
@@ -176,12 +176,12 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 		}
 		for ns, c := range entry.Namespaces {
 			if c.LabelSelector != nil {
-				return opts, fmt.Errorf("shard: %T has a label selector for namespace %q: a child kind's ranges need a label selector of their own", obj, ns)
+				return base, fmt.Errorf("shard: %T has a label selector for namespace %q: a child kind's ranges need a label selector of their own", obj, ns)
 			}
 		}
 		spec.extra = entry.Label
 		if spec.extra == nil {
-			spec.extra = opts.DefaultLabelSelector
+			spec.extra = base.DefaultLabelSelector
 		}
 		entry.Label = rangeSelector{spec}
 		if byObject == nil {
@@ -189,12 +189,12 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 		}
 		byObject[at] = entry
 	}
-	opts.ByObject = byObject
-	next := opts.NewInformer
+	base.ByObject = byObject
+	next := base.NewInformer
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer
 	}
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	base.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		key, err := kind.Of(obj)
 		spec := specs[key]
 		if err != nil || spec == nil {
@@ -203,7 +203,7 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 		fl := &follower{followSpec: spec, inner: lw, lw: toolscache.ToListerWatcherWithContext(lw), example: obj, known: map[string]known{}}
 		return &followedInformer{SharedIndexInformer: next(fl, obj, resync, indexers), f: fl}
 	}
-	return opts, nil
+	return base, nil
 }
 
 // holdings is, by range index, a holding of the range, or 0 for none.

@@ -188,12 +188,12 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	start := func(name string) {
 		t.Helper()
 		m, stopMember := shardtest.StartMember(t, cs.CoordinationV1(), ns, group, name, testRanges, shardtest.Short)
-		opts, err := follow.CacheOptions(m, cache.Options{
+		opts, err := follow.CacheOptions(cache.Options{
 			Scheme:            e.Scheme,
 			DefaultTransform:  rewriteInPlace,
 			DefaultNamespaces: map[string]cache.Config{ns: {}},
 			ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: app}},
-		}, follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
+		}, m, follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -328,7 +328,7 @@ func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 			follow.Kinds{Children: []client.Object{pod}}, "namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := follow.CacheOptions(tc.m, tc.opts, tc.k)
+			_, err := follow.CacheOptions(tc.opts, tc.m, tc.k)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("CacheOptions: %v; want an error saying %q", err, tc.want)
 			}

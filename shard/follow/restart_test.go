@@ -116,7 +116,7 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 		m := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
 		m.Namespace, m.Name, m.Identity, m.Ranges = ns, "widgets", name, testRanges
 		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod, m.DrainTimeout = lease[0], lease[1], lease[2], time.Second
-		opts, err := follow.CacheOptions(m, cache.Options{Scheme: e.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		opts, err := follow.CacheOptions(cache.Options{Scheme: e.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}}, m,
 			follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
 		if err != nil {
 			t.Fatal(err)

@@ -252,7 +252,7 @@ func DietCacheOptions(base cache.Options) (cache.Options, error) {
 		byObject[&atv1.At{}] = cache.ByObject{Transform: ats}
 	}
 	base.ByObject = byObject
-	return diet.CacheOptions(Name, base)
+	return diet.CacheOptions(base, Name)
 }
 
 // then returns a transform running first, when there is one, and then
@@ -277,16 +277,16 @@ func then(first, second toolscache.TransformFunc) toolscache.TransformFunc {
 // their At's range when the controller creates them). Pass the same m as
 // Options.Shard:
 //
-//	copts, err := controller.CacheOptions(member, cache.Options{})
+//	copts, err := controller.CacheOptions(cache.Options{}, member)
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: copts})
-func CacheOptions(m *shard.Member, base cache.Options) (cache.Options, error) {
+func CacheOptions(base cache.Options, m *shard.Member) (cache.Options, error) {
 	byObject := maps.Clone(base.ByObject)
 	if byObject == nil {
 		byObject = map[client.Object]cache.ByObject{}
 	}
 	maps.Copy(byObject, CacheByObject())
 	base.ByObject = byObject
-	return follow.CacheOptions(m, base, follow.Kinds{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
+	return follow.CacheOptions(base, m, follow.Kinds{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
 }
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods

@@ -300,7 +300,7 @@ func startReplica(t *testing.T, ns, name string, leases kubernetes.Interface, wr
 	m := shard.NewMember(leases.CoordinationV1(), controller.Name)
 	m.Namespace, m.Name, m.Identity, m.Ranges = ns, "at", name, 6
 	m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 250*time.Millisecond
-	copts, err := controller.CacheOptions(m, cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	copts, err := controller.CacheOptions(cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}, m)
 	if err != nil {
 		t.Fatal(err)
 	}
