@@ -115,7 +115,7 @@ func (m *Member) WrapCacheOptions(opts cache.Options, f Follow) (cache.Options, 
 	return follow.CacheOptions(opts, m, f)
 }
 
-// Label sets RangeLabel on child to owner's range among m.Ranges.
+// Label sets RangeLabel on child to owner's range among m's RangeCount ranges.
 //
 // Deprecated: use follow.Label(m, owner, child).
 func (m *Member) Label(owner, child client.Object) error { return follow.Label(m, owner, child) }

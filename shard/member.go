@@ -46,12 +46,12 @@ const MemberLabel = "shard.reconcilekit.dev/member"
 var ErrNotHeld = errors.New("shard: the object's range is not held by this replica")
 
 // Member is one replica's share of a controller's objects: the hash space
-// is split into Ranges ranges (ranges.Split) and each range is held, by
+// is split into RangeCount ranges (ranges.Split) and each range is held, by
 // exactly one replica at a time, through a Lease of its own, with
 // client-go's leader election (the same Lease records, renewals and expiry
 // as a manager's leader election). The replicas balance the ranges among
 // themselves: each one also keeps a member Lease renewed, counts the live
-// members, and holds its share, ceil(Ranges / members): a joining replica
+// members, and holds its share, ceil(RangeCount / members): a joining replica
 // takes ranges as the others give up what they hold beyond their share, a
 // stopping one gives up all of its ranges at once, and the ranges of one
 // that died move when their Leases expire (LeaseDuration).
@@ -64,7 +64,7 @@ var ErrNotHeld = errors.New("shard: the object's range is not held by this repli
 // the context of the work in that range, before the Lease can expire for
 // the others (LeaseDuration is longer than RenewDeadline).
 //
-// Build one with [NewMember], set Namespace, Name and Ranges, and run it as
+// Build one with [NewMember], set Namespace, Name and RangeCount, and run it as
 // a manager Runnable (mgr.Add(m)) on every replica: it does not need the
 // manager's leader election. A cache that follows the ranges it holds is
 // package follow's (follow.CacheOptions takes the Member).
@@ -84,9 +84,16 @@ type Member struct {
 	// Identity names this replica in the Leases; empty means the host
 	// name and a random suffix.
 	Identity string
-	// Ranges is how many ranges the hash space is split into: the most
+	// RangeCount is how many ranges the hash space is split into: the most
 	// replicas that can share the work. All replicas must agree on it.
 	// Required, at most ranges.Max.
+	RangeCount int
+	// Ranges is RangeCount under its name of v0.4.0, read when RangeCount
+	// is 0.
+	//
+	// Deprecated: set RangeCount: everywhere else "ranges" is a set of
+	// them (ranges.Set, [Member.Held], OnChange). Validate refuses both set
+	// to different numbers.
 	Ranges int
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
 	// timings for every range's Lease; zero means 15 s, 10 s and 2 s, as a
@@ -143,7 +150,7 @@ type Member struct {
 // NewMember returns a Member whose Lease reads and writes go through
 // leases (usually kubernetes.NewForConfigOrDie(cfg).CoordinationV1()), every
 // write under the field manager fieldOwner, the operator's name (the one
-// its other writes carry). Set Namespace, Name and Ranges before starting
+// its other writes carry). Set Namespace, Name and RangeCount before starting
 // it. A Member with an empty fieldOwner does not start: Start returns an
 // error wrapping errors.ErrNoFieldOwner.
 func NewMember(leases coordinationv1client.LeasesGetter, fieldOwner string) *Member {
@@ -208,7 +215,9 @@ func (m *Member) Validate() error {
 	if m.Namespace == "" || m.Name == "" {
 		errs = append(errs, errors.New("Namespace and Name are required"))
 	}
-	if _, err := ranges.Split(m.Ranges); err != nil {
+	if m.RangeCount != 0 && m.Ranges != 0 && m.RangeCount != m.Ranges {
+		errs = append(errs, fmt.Errorf("RangeCount (%d) and the deprecated Ranges (%d) differ: set RangeCount only", m.RangeCount, m.Ranges))
+	} else if _, err := ranges.Split(m.rangeCount()); err != nil {
 		errs = append(errs, err)
 	}
 	ld, rd, rp := m.timings()
@@ -226,6 +235,14 @@ func (m *Member) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidMember, err)
 	}
 	return nil
+}
+
+// rangeCount is RangeCount, or the deprecated Ranges when it is 0.
+func (m *Member) rangeCount() int {
+	if m.RangeCount != 0 {
+		return m.RangeCount
+	}
+	return m.Ranges
 }
 
 func (m *Member) timings() (leaseDuration, renewDeadline, retryPeriod time.Duration) {
@@ -263,7 +280,7 @@ func (m *Member) Start(ctx context.Context) error {
 		return errors.New("shard: a Member starts once")
 	}
 	m.started = true
-	m.ranges, _ = ranges.Split(m.Ranges)
+	m.ranges, _ = ranges.Split(m.rangeCount())
 	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
 	m.members, m.rangeObs = map[string]observed{}, map[string]observed{}
 	m.renewed = map[int]time.Time{}
@@ -870,9 +887,9 @@ func hash(s string) uint64 {
 // still read them), and 0 for the others: a number that a range gets anew
 // each time the replica acquires it, so that a range lost and acquired
 // again, however quickly, is another holding, whose objects a following
-// cache hands over again (follow.Holder). Its length is Ranges.
+// cache hands over again (follow.Holder). Its length is RangeCount.
 func (m *Member) Holdings() []uint64 {
-	out := make([]uint64, m.Ranges)
+	out := make([]uint64, max(m.rangeCount(), 0))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, h := range m.held {

@@ -161,7 +161,7 @@ func (g *group) startWith(name string, set func(*shard.Member)) *replica {
 	cut := &atomic.Bool{}
 	r := &replica{name: name, cut: cut, n: &counts{}, done: make(chan struct{})}
 	r.m = shard.NewMember(cutLeases{g.leases, cut, r.n}, fieldOwner)
-	r.m.Namespace, r.m.Name, r.m.Identity, r.m.Ranges = g.ns, g.name, name, testRanges
+	r.m.Namespace, r.m.Name, r.m.Identity, r.m.RangeCount = g.ns, g.name, name, testRanges
 	r.m.LeaseDuration, r.m.RenewDeadline, r.m.RetryPeriod, r.m.DrainTimeout = testLease, testRenew, testRetry, time.Minute
 	if set != nil {
 		set(r.m)
@@ -512,7 +512,7 @@ func TestAReleaseThatConflictsIsRetried(t *testing.T) {
 func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 	member := func(set func(m *shard.Member)) *shard.Member {
 		m := shard.NewMember(cutLeases{}, fieldOwner)
-		m.Namespace, m.Name, m.Ranges = "n", "x", 2
+		m.Namespace, m.Name, m.RangeCount = "n", "x", 2
 		set(m)
 		return m
 	}
@@ -523,7 +523,10 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 	}{
 		{"nothing set", &shard.Member{}, "Leases is nil"},
 		{"no field owner", shard.NewMember(cutLeases{}, ""), errors.ErrNoFieldOwner.Error()},
-		{"no ranges", member(func(m *shard.Member) { m.Ranges = 0 }), "0 ranges"},
+		{"no ranges", member(func(m *shard.Member) { m.RangeCount = 0 }), "0 ranges"},
+		{"RangeCount and the deprecated Ranges differ", member(func(m *shard.Member) { m.Ranges = 3 }),
+			"RangeCount (2) and the deprecated Ranges (3) differ"},
+		{"the deprecated Ranges out of bounds", member(func(m *shard.Member) { m.RangeCount, m.Ranges = 0, -1 }), "-1 ranges"},
 		{"no name", member(func(m *shard.Member) { m.Name = "" }), "Namespace and Name are required"},
 		{"lease not longer than renew", member(func(m *shard.Member) { m.LeaseDuration = 10 * time.Second }),
 			"LeaseDuration (10s) must be more than RenewDeadline (10s)"},
@@ -543,6 +546,32 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 	}
 	if err := member(func(*shard.Member) {}).Validate(); err != nil {
 		t.Errorf("Validate of a Member set right: %v", err)
+	}
+}
+
+// TestRangeCountOrTheDeprecatedRanges: a Member splits the hash space into
+// RangeCount ranges, or, when RangeCount is 0, into the deprecated Ranges
+// of v0.4.0 (its Holdings, what a following cache reads, have that
+// length); both set to the same number is fine.
+func TestRangeCountOrTheDeprecatedRanges(t *testing.T) {
+	for _, tt := range []struct {
+		name              string
+		rangeCount, older int
+	}{
+		{"RangeCount", 4, 0},
+		{"the deprecated Ranges", 0, 4},
+		{"both, the same", 4, 4},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			m := shard.NewMember(cutLeases{}, fieldOwner)
+			m.Namespace, m.Name, m.RangeCount, m.Ranges = "n", "x", tt.rangeCount, tt.older
+			if err := m.Validate(); err != nil {
+				t.Errorf("Validate = %v", err)
+			}
+			if got := len(m.Holdings()); got != 4 {
+				t.Errorf("len(Holdings()) = %d, want 4", got)
+			}
+		})
 	}
 }
 

@@ -279,7 +279,7 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("a client for the shard Leases: %w", err)
 		}
 		m := shard.NewMember(cs.CoordinationV1(), controller.Name)
-		m.Namespace, m.Name, m.Ranges = namespace, "at", o.shards
+		m.Namespace, m.Name, m.RangeCount = namespace, "at", o.shards
 		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
 		m.OnChange = func(held ranges.Set) { setupLog.Info("ranges held", "ranges", held.String()) }
 		copts.Shard = m

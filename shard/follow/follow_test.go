@@ -149,7 +149,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	ns := e.Namespace(t)
 	const group = "widgets"
 	labeler := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
-	labeler.Ranges = testRanges
+	labeler.RangeCount = testRanges
 
 	// Widgets, each with a labelled ConfigMap, and one ConfigMap without
 	// the label; the cache's own selector (app=widgets) keeps out a
@@ -312,7 +312,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 	pod := &corev1.Pod{}
 	nsLabel, _ := labels.Parse("a=b")
-	holding := func(n int) *shard.Member { m := shard.NewMember(nil, shardtest.FieldOwner); m.Ranges = n; return m }
+	holding := func(n int) *shard.Member { m := shard.NewMember(nil, shardtest.FieldOwner); m.RangeCount = n; return m }
 	for _, tc := range []struct {
 		name string
 		m    *shard.Member

@@ -298,7 +298,7 @@ type replica struct {
 func startReplica(t *testing.T, ns, name string, leases kubernetes.Interface, wrap func(client.WithWatch) client.WithWatch) *replica {
 	t.Helper()
 	m := shard.NewMember(leases.CoordinationV1(), controller.Name)
-	m.Namespace, m.Name, m.Identity, m.Ranges = ns, "at", name, 6
+	m.Namespace, m.Name, m.Identity, m.RangeCount = ns, "at", name, 6
 	m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = 2*time.Second, 1500*time.Millisecond, 250*time.Millisecond
 	copts, err := controller.CacheOptions(cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}, m)
 	if err != nil {
