@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -35,11 +36,45 @@ import (
 
 // GroupLabel labels every Lease of a [Member]'s group with the group's
 // Name: the Leases of its ranges and those of its members.
-const GroupLabel = "shard.reconcilekit.dev/group"
+//
+// Through v0.5.x a Member also writes [LegacyGroupLabel] (and
+// [LegacyMemberLabel]), the keys of v0.4.0, on every Lease it writes, and
+// lists and recognises its group's Leases by either: replicas of v0.4.0
+// and of this version, side by side during a rolling upgrade, see each
+// other's Leases, and so never both take a range.
+const GroupLabel = "shard.reconcilekit.io/group"
 
 // MemberLabel labels the Lease by which a replica says it is alive, with
 // the value "true".
-const MemberLabel = "shard.reconcilekit.dev/member"
+const MemberLabel = "shard.reconcilekit.io/member"
+
+// LegacyGroupLabel is [GroupLabel] as v0.4.0 wrote it, in the domain
+// reconcilekit.dev. A Member writes both keys and reads either.
+//
+// Deprecated: use GroupLabel. v1.0.0 neither writes nor reads this key.
+const LegacyGroupLabel = "shard.reconcilekit.dev/group"
+
+// LegacyMemberLabel is [MemberLabel] as v0.4.0 wrote it, in the domain
+// reconcilekit.dev. A Member writes both keys and reads either.
+//
+// Deprecated: use MemberLabel. v1.0.0 neither writes nor reads this key.
+const LegacyMemberLabel = "shard.reconcilekit.dev/member"
+
+// groupLabels returns the labels of every Lease of m's group: the group
+// under both keys (LegacyGroupLabel through v0.5.x), and, for a member
+// Lease, the member label under both.
+func (m *Member) groupLabels(member bool) map[string]string {
+	l := map[string]string{GroupLabel: m.Name, LegacyGroupLabel: m.Name}
+	if member {
+		l[MemberLabel], l[LegacyMemberLabel] = "true", "true"
+	}
+	return l
+}
+
+// isMemberLease reports whether l is a member Lease, by either key.
+func isMemberLease(l *coordinationv1.Lease) bool {
+	return l.Labels[MemberLabel] == "true" || l.Labels[LegacyMemberLabel] == "true"
+}
 
 // ErrNotHeld is returned by [Member.Enter] for an object whose range this
 // replica does not hold (or is giving up).
@@ -358,14 +393,14 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 	if err := m.renewMember(ctx); err != nil {
 		logger.Info("could not renew the member Lease", "error", err)
 	}
-	leases, err := m.Leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.Name})
+	leases, err := m.groupLeases(ctx)
 	if err != nil {
 		logger.Info("could not list the group's Leases", "error", err)
 		return time.Time{}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g := m.observe(leases.Items)
+	g := m.observe(leases)
 	share := (len(m.ranges) + g.live - 1) / g.live
 	mine, trying := m.claims()
 	m.giveUpBeyond(ctx, mine, share, g.live)
@@ -384,6 +419,28 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 		}
 	}
 	return g.nextExpiry
+}
+
+// groupLeases lists the group's Leases by GroupLabel and by
+// LegacyGroupLabel (a label selector cannot ask for either key), each Lease
+// once: those a replica of v0.4.0 wrote carry only the legacy key, and
+// those of v1.0.0 will carry only the new one.
+func (m *Member) groupLeases(ctx context.Context) ([]coordinationv1.Lease, error) {
+	var out []coordinationv1.Lease
+	seen := map[string]bool{}
+	for _, key := range []string{GroupLabel, LegacyGroupLabel} {
+		list, err := m.Leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: key + "=" + m.Name})
+		if err != nil {
+			return nil, err
+		}
+		for _, l := range list.Items {
+			if !seen[l.Name] {
+				seen[l.Name] = true
+				out = append(out, l)
+			}
+		}
+	}
+	return out, nil
 }
 
 // group is what one round saw of the group's Leases, by this replica's
@@ -412,9 +469,9 @@ func (m *Member) observe(leases []coordinationv1.Lease) group {
 		seen[l.Name] = true
 		idx, isRange := m.rangeIndex(l.Name)
 		switch {
-		case l.Labels[MemberLabel] == "true" && l.Name == m.memberLease():
+		case isMemberLease(l) && l.Name == m.memberLease():
 			g.live++
-		case l.Labels[MemberLabel] == "true":
+		case isMemberLease(l):
 			// A member whose Lease expires changes the share: a round then.
 			if since := see(m.members, l, now); now.Sub(since) < ld {
 				g.live++
@@ -528,6 +585,10 @@ func (m *Member) takeOverSome(ctx context.Context, takeOver []int, expired map[i
 func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) bool {
 	now := metav1.NewMicroTime(m.Clock.Now())
 	next := l.DeepCopy()
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	maps.Copy(next.Labels, m.groupLabels(false))
 	next.Spec.HolderIdentity = ptr.To(m.Identity)
 	next.Spec.AcquireTime, next.Spec.RenewTime = &now, &now
 	next.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
@@ -737,7 +798,7 @@ func (m *Member) renewMember(ctx context.Context) error {
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: m.memberLease(), Namespace: m.Namespace,
-				Labels: map[string]string{GroupLabel: m.Name, MemberLabel: "true"}},
+				Labels: m.groupLabels(true)},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.Identity), RenewTime: &now, AcquireTime: &now,
 				LeaseDurationSeconds: ptr.To(int32(ld / time.Second))},
 		}, metav1.CreateOptions{})
@@ -747,6 +808,10 @@ func (m *Member) renewMember(ctx context.Context) error {
 		return err
 	}
 	l.Spec.RenewTime = &now
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	maps.Copy(l.Labels, m.groupLabels(true))
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
 }
@@ -756,7 +821,7 @@ func (m *Member) lock(i int) *resourcelock.LeaseLock {
 		LeaseMeta:  metav1.ObjectMeta{Name: m.rangeLease(i), Namespace: m.Namespace},
 		Client:     m.Leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: m.Identity},
-		Labels:     map[string]string{GroupLabel: m.Name},
+		Labels:     m.groupLabels(false),
 	}
 }
 

@@ -709,7 +709,8 @@ func TestGuardHandsEachObjectToTheReplicaThatHoldsItsRange(t *testing.T) {
 // TestWhatHoldingRangesCostsInLeaseRequests measures, for three replicas
 // sharing six ranges once balanced, the Lease requests each sends per
 // round (RetryPeriod): one renewal per range it holds and its member
-// Lease's read and renewal, plus one list of the group's Leases. The docs
+// Lease's read and renewal, plus the lists of the group's Leases (two
+// through v0.5.x, one by each domain's label key). The docs
 // quote it (docs/sharding.md); rounds are counted, not timed.
 func TestWhatHoldingRangesCostsInLeaseRequests(t *testing.T) {
 	g := newGroup(t)

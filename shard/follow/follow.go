@@ -35,7 +35,26 @@ import (
 // (a child, such as the Pod of an At) with its owner's range, "<i>-of-<n>"
 // ([Label]): a replica's cache lists and watches, by label selector, only
 // the children of the ranges it holds ([CacheOptions]).
-const RangeLabel = "shard.reconcilekit.dev/range"
+//
+// Through v0.5.x, [Label] writes the range under this key and under
+// [LegacyRangeLabel], the key of v0.4.0, and a following cache selects
+// children by the legacy key, which every child carries: those labelled by
+// v0.4.0 (with it alone) and those labelled since (with both). From v1.0.0
+// caches select by this key: before upgrading to it, let every child be
+// labelled again by Label (a reconcile that ensures its children with
+// Label does it), or add this key to the children that lack it.
+const RangeLabel = "shard.reconcilekit.io/range"
+
+// LegacyRangeLabel is [RangeLabel] as v0.4.0 wrote it, in the domain
+// reconcilekit.dev: the key a following cache selects children by through
+// v0.5.x, and that [Label] writes beside RangeLabel.
+//
+// Deprecated: use RangeLabel. v1.0.0 neither writes nor reads this key.
+const LegacyRangeLabel = "shard.reconcilekit.dev/range"
+
+// selectLabel is the key children are selected and placed by: through
+// v0.5.x the legacy one, which every child carries.
+const selectLabel = LegacyRangeLabel
 
 // Holder is what a cache follows: the ranges one replica holds, as a
 // shard.Member holds them through Leases.
@@ -59,7 +78,8 @@ type Kinds struct {
 	// Objects are split by the hash of their own UID: the kind the
 	// controller reconciles (its For).
 	Objects []client.Object
-	// Children are split by their owner's range, read from [RangeLabel]:
+	// Children are split by their owner's range, read from the range
+	// label ([LegacyRangeLabel] through v0.5.x, [RangeLabel] from v1.0.0):
 	// the kinds the controller creates and owns (its Owns), each labelled
 	// with [Label] when it is created. A child without the label is in no
 	// range, and no replica caches it.
@@ -67,7 +87,8 @@ type Kinds struct {
 }
 
 // Label sets [RangeLabel] on child to owner's range among h's ranges, so
-// that the replica holding owner's range caches child ([Kinds].Children).
+// that the replica holding owner's range caches child ([Kinds].Children);
+// through v0.5.x it sets [LegacyRangeLabel] to the same value too.
 // Call it on each child before creating it, as controllerutil.
 // SetControllerReference. It changes nothing and returns an error when h
 // has no valid number of ranges or owner has no UID yet.
@@ -86,6 +107,7 @@ func Label(h Holder, owner, child client.Object) error {
 		l = map[string]string{}
 	}
 	l[RangeLabel] = rangeLabelValue(i, n)
+	l[LegacyRangeLabel] = rangeLabelValue(i, n)
 	child.SetLabels(l)
 	return nil
 }
@@ -96,7 +118,7 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // ranges h holds: in a cache built from them (a manager's, through
 // ctrl.Options.Cache), each lists and watches only the objects of those
 // ranges (the ShardSelector of the ranges for Objects, a label selector on
-// [RangeLabel] for Children), and follows them as they change: when h
+// the range label for Children), and follows them as they change: when h
 // acquires a range, the range's objects are listed and added (the
 // controller hears of each, as of a new object) and the watch goes on with
 // the new selection; when h has released or lost one, its objects leave
@@ -243,7 +265,7 @@ func (s *followSpec) index(obj metav1.Object) int {
 		i, _ := ranges.Of(obj.(client.Object), n)
 		return i
 	}
-	v := obj.GetLabels()[RangeLabel]
+	v := obj.GetLabels()[selectLabel]
 	is, ns, ok := strings.Cut(v, "-of-")
 	i, err1 := strconv.Atoi(is)
 	nn, err2 := strconv.Atoi(ns)
@@ -269,7 +291,7 @@ func (s *followSpec) labelSelector(set []bool) string {
 	if len(vals) == 0 {
 		vals = []string{"none"} // no range: a value no child carries
 	}
-	sel := RangeLabel + " in (" + strings.Join(vals, ",") + ")"
+	sel := selectLabel + " in (" + strings.Join(vals, ",") + ")"
 	if s.extra != nil && !s.extra.Empty() {
 		sel = s.extra.String() + "," + sel
 	}
@@ -960,7 +982,8 @@ func (f *follower) leaving(removed []bool, rv string) []runtime.Object {
 		obj.SetUID(o.uid)
 		obj.SetResourceVersion(rv)
 		if f.child {
-			obj.SetLabels(map[string]string{RangeLabel: rangeLabelValue(o.i, len(f.ranges))})
+			v := rangeLabelValue(o.i, len(f.ranges))
+			obj.SetLabels(map[string]string{RangeLabel: v, LegacyRangeLabel: v})
 		}
 		out = append(out, gone)
 	}

@@ -446,7 +446,7 @@ func (r *AtReconciler) adoptPod(ctx context.Context, at *atv1.At, key client.Obj
 	if err := follow.Label(r.shard, at, labelled); err != nil {
 		return err
 	}
-	if labelled.Labels[follow.RangeLabel] == pod.Labels[follow.RangeLabel] {
+	if maps.Equal(labelled.Labels, pod.Labels) {
 		return nil
 	}
 	// Locked, so that a replica that lost the range after its read labels
