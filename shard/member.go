@@ -37,11 +37,12 @@ import (
 // GroupLabel labels every Lease of a [Member]'s group with the group's
 // Name: the Leases of its ranges and those of its members.
 //
-// Through v0.5.x a Member also writes [LegacyGroupLabel] (and
-// [LegacyMemberLabel]), the keys of v0.4.0, on every Lease it writes, and
-// lists and recognises its group's Leases by either: replicas of v0.4.0
-// and of this version, side by side during a rolling upgrade, see each
-// other's Leases, and so never both take a range.
+// Through v0.5.x a Member also writes the keys of v0.4.0,
+// shard.reconcilekit.dev/group and shard.reconcilekit.dev/member, on every
+// Lease it writes, and lists and recognises its group's Leases by either
+// key: replicas of v0.4.0 and of this version, side by side during a
+// rolling upgrade, see each other's Leases, and so never both take a
+// range.
 const GroupLabel = "shard.reconcilekit.io/group"
 
 // MemberLabel labels the Lease by which a replica says it is alive, with

@@ -37,12 +37,12 @@ import (
 // the children of the ranges it holds ([CacheOptions]).
 //
 // Through v0.5.x, [Label] writes the range under this key and under
-// [LegacyRangeLabel], the key of v0.4.0, and a following cache selects
-// children by the legacy key, which every child carries: those labelled by
-// v0.4.0 (with it alone) and those labelled since (with both). From v1.0.0
-// caches select by this key: before upgrading to it, let every child be
-// labelled again by Label (a reconcile that ensures its children with
-// Label does it), or add this key to the children that lack it.
+// shard.reconcilekit.dev/range, the key of v0.4.0, and a following cache
+// selects children by v0.4.0's key, which every child carries: those
+// labelled by v0.4.0 (with it alone) and those labelled since (with both).
+// From v1.0.0 caches select by this key: before upgrading to it, label
+// every existing child again with Label and patch it, or add this key to
+// the children that lack it.
 const RangeLabel = "shard.reconcilekit.io/range"
 
 // LegacyRangeLabel is [RangeLabel] as v0.4.0 wrote it, in the domain
@@ -79,7 +79,7 @@ type Kinds struct {
 	// controller reconciles (its For).
 	Objects []client.Object
 	// Children are split by their owner's range, read from the range
-	// label ([LegacyRangeLabel] through v0.5.x, [RangeLabel] from v1.0.0):
+	// label (v0.4.0's key through v0.5.x, [RangeLabel] from v1.0.0):
 	// the kinds the controller creates and owns (its Owns), each labelled
 	// with [Label] when it is created. A child without the label is in no
 	// range, and no replica caches it.
@@ -88,7 +88,8 @@ type Kinds struct {
 
 // Label sets [RangeLabel] on child to owner's range among h's ranges, so
 // that the replica holding owner's range caches child ([Kinds].Children);
-// through v0.5.x it sets [LegacyRangeLabel] to the same value too.
+// through v0.5.x it sets v0.4.0's key, shard.reconcilekit.dev/range, to
+// the same value too.
 // Call it on each child before creating it, as controllerutil.
 // SetControllerReference. It changes nothing and returns an error when h
 // has no valid number of ranges or owner has no UID yet.
