@@ -4,7 +4,8 @@
 // CHANGELOG.md lists as removed or renamed may be used any more. CHANGELOG.md
 // itself is checked too (changelog_test.go): the names its current sections
 // (Unreleased and the latest release) give must be what they say, and its
-// versions those of the releases file.
+// versions those of the releases file. Every figure the documentation
+// quotes from make bench is BENCHMARKS.md's (figures_test.go).
 package doccheck_test
 
 import (
