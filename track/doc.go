@@ -60,8 +60,7 @@
 // Secret of the cluster, data included, for the life of the process. The
 // handler needs names only, so watch the kind metadata-only
 // (builder.WatchesMetadata) and strip managedFields from that informer
-// (cache.Options.ByObject with cache.TransformStripManagedFields), and read
-// through the API reader: the Tracker keeps a copy of each object a
+// ([CacheOptions]), and read through the API reader: the Tracker keeps a copy of each object a
 // reconcile read, only while some referrer reads it, and serves it again
 // until the watch reports a change, so a reconcile of unchanged references
 // sends no request. BenchmarkWatchMemory measures the process with 10,000

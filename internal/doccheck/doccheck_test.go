@@ -4,7 +4,8 @@
 // CHANGELOG.md lists as removed or renamed may be used any more. CHANGELOG.md
 // itself is checked too (changelog_test.go): the names its current sections
 // (Unreleased and the latest release) give must be what they say, and its
-// versions those of the releases file.
+// versions those of the releases file. Every figure the documentation
+// quotes from make bench is BENCHMARKS.md's (figures_test.go).
 package doccheck_test
 
 import (
@@ -313,7 +314,19 @@ func loadLibraries(t *testing.T) (apis map[string]names, docs map[string]string,
 func TestDocsNameOnlyWhatExists(t *testing.T) {
 	apis, docs, exists := loadLibraries(t)
 	gone, _ := changelogNames(t, apis)
+	sources := docSources(t, docs)
+	for _, src := range sortedKeys(sources) {
+		for _, p := range checkSource(src, sources[src], apis, exists, gone) {
+			t.Error(p)
+		}
+	}
+}
 
+// docSources returns the texts the checks read, by source: each library's
+// documentation ("go doc drift", from docs), README.md, docs/*.md and each
+// example's README.md.
+func docSources(t *testing.T, docs map[string]string) map[string]string {
+	t.Helper()
 	sources := map[string]string{}
 	for name, txt := range docs {
 		sources["go doc "+name] = txt
@@ -332,14 +345,9 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 			t.Fatal(err)
 		}
 		rel, _ := filepath.Rel(root, p)
-		sources[rel] = string(b)
+		sources[filepath.ToSlash(rel)] = string(b)
 	}
-
-	for _, src := range sortedKeys(sources) {
-		for _, p := range checkSource(src, sources[src], apis, exists, gone) {
-			t.Error(p)
-		}
-	}
+	return sources
 }
 
 // checkSource returns what is wrong with the names the text txt of source

@@ -384,7 +384,14 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	w := drift.NewWriter(r.client, Name)
 	// A Pod the cache keeps in part (DietCacheOptions) is compared whole.
 	w.APIReader = r.apiReader
-	outcome, err := w.Ensure(ctx, pod, drift.Owner(at))
+	opts := []drift.Option{drift.Owner(at)}
+	if r.shard != nil {
+		// A patch of a Pod that exists carries the resourceVersion read: if
+		// this replica lost the At's range after the read, the server
+		// refuses it rather than apply it over the new holder's write.
+		opts = append(opts, drift.OptimisticLock())
+	}
+	outcome, err := w.Ensure(ctx, pod, opts...)
 	if apierrors.IsAlreadyExists(err) && r.shard != nil {
 		// Not in this replica's cache, yet there: a Pod created before the
 		// controller ran sharded, without the label.

@@ -45,7 +45,10 @@ type world struct {
 func newWorld(t *testing.T, syncPeriod time.Duration) *world {
 	t.Helper()
 	w := &world{src: env.Namespace(t), a: env.Namespace(t), b: env.Namespace(t), c: env.Client(t)}
-	opts := controller.ManagerOptions(manager.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{w.src: {}, w.a: {}, w.b: {}}}})
+	opts, err := controller.ManagerOptions(manager.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{w.src: {}, w.a: {}, w.b: {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := env.NewManager(testenv.ManagerOptions{SyncPeriod: syncPeriod, Options: opts})
 	if err != nil {
 		t.Fatal(err)
