@@ -17,6 +17,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/reconcilekit/reconcilekit/internal/jsonnum"
 )
 
 // Owned fields (the rule is in the package documentation, "Fields we wrote
@@ -186,10 +188,10 @@ func (k *ownedKey) matches(v reflect.Value, keys []KeyDefault) bool {
 		s, ok := k.value.(string)
 		return ok && s == v.String()
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, ok := toInt(k.value)
+		i, ok := jsonnum.Int(k.value)
 		return ok && i == v.Int()
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		i, ok := toInt(k.value)
+		i, ok := jsonnum.Int(k.value)
 		return ok && i >= 0 && uint64(i) == v.Uint()
 	case reflect.Bool:
 		b, ok := k.value.(bool)

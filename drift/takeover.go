@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/internal/jsonnum"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
@@ -284,11 +285,10 @@ func keyMatches(name string, want, got any) bool {
 }
 
 // scalarEqual compares JSON scalars; numbers compare by value whatever
-// their Go type.
+// their Go type (package jsonnum: integers exactly, float32 too).
 func scalarEqual(x, y any) bool {
-	if fx, ok := number(x); ok {
-		fy, ok := number(y)
-		return ok && fx == fy
+	if eq, numbers := jsonnum.Equal(x, y); numbers {
+		return eq
 	}
 	switch x := x.(type) {
 	case nil:
@@ -301,20 +301,6 @@ func scalarEqual(x, y any) bool {
 		return ok && x == y
 	}
 	return false
-}
-
-func number(v any) (float64, bool) {
-	switch v := v.(type) {
-	case int64:
-		return float64(v), true
-	case int:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	case float64:
-		return v, true
-	}
-	return 0, false
 }
 
 // elementOf returns the element of the JSON list v that matches, or nil.
@@ -336,16 +322,12 @@ func isZeroJSON(v any) bool {
 		return v == ""
 	case bool:
 		return !v
-	case int64:
-		return v == 0
-	case float64:
-		return v == 0
 	case map[string]any:
 		return len(v) == 0
 	case []any:
 		return len(v) == 0
 	}
-	return false
+	return jsonnum.IsZero(v)
 }
 
 // patchManagedFields sends a JSON patch of live's managedFields alone,

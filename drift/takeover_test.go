@@ -314,6 +314,7 @@ func TestSetIn(t *testing.T) {
 		"spec": map[string]any{
 			"paused":   false,
 			"replicas": int64(1),
+			"ratios":   []any{float32(0.5), float32(80)},
 			"template": map[string]any{"spec": map[string]any{
 				"containers": []any{map[string]any{
 					"name":  "memcached",
@@ -348,6 +349,11 @@ func TestSetIn(t *testing.T) {
 		{container + `.f:args.i:0`, true},
 		{container + `.f:args.i:1`, false},
 		{`f:spec.f:replicas.f:nested`, false},
+		// Numbers compare by value whatever their Go type, a float32 of
+		// content built by hand too.
+		{`f:spec.f:ratios.v:0.5`, true},
+		{`f:spec.f:ratios.v:80`, true},
+		{`f:spec.f:ratios.v:0.25`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.path, func(t *testing.T) {

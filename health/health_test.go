@@ -108,6 +108,31 @@ func TestOfRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
+// TestOfReadsEveryNumberTypeOfContent: an observedGeneration is read as an
+// integer whatever Go type content built by hand gives it (JSON decoding
+// gives int64, or float64), float32 included; a fraction is not one.
+func TestOfReadsEveryNumberTypeOfContent(t *testing.T) {
+	for _, og := range []any{int64(2), int(2), int32(2), float64(2), float32(2)} {
+		t.Run(fmt.Sprintf("%T", og), func(t *testing.T) {
+			h, err := health.Of(custom(3, map[string]any{"observedGeneration": og}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Status != health.InProgress || h.Reason != "LatestGenerationNotObserved" {
+				t.Errorf("generation 3, observed %T(2): %v, want InProgress, LatestGenerationNotObserved", og, h)
+			}
+			h, err = health.Of(custom(2, map[string]any{"observedGeneration": og,
+				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": og}}}))
+			if err != nil || h.Status != health.Current {
+				t.Errorf("generation 2, observed and Ready at %T(2): %v, %v; want Current", og, h, err)
+			}
+		})
+	}
+	if _, err := health.Of(custom(3, map[string]any{"observedGeneration": float32(2.5)})); !errors.Is(err, health.ErrUnreadable) {
+		t.Errorf("an observedGeneration of 2.5: %v, want ErrUnreadable", err)
+	}
+}
+
 func TestOfNamesTypedCustomResourcesByTheirKind(t *testing.T) {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", Generation: 2}}
 	h, err := health.Of(w)
