@@ -70,20 +70,23 @@ func (t *takeover) replaced(e *metav1.ManagedFieldsEntry) bool {
 }
 
 // managedFields returns live's managedFields with the takeover done, and
-// whether it changed anything. desired is what the write sets (for a
-// partial takeover).
-func (t *takeover) managedFields(live, desired client.Object) ([]metav1.ManagedFieldsEntry, bool, error) {
+// whether it changed anything. desired is what the write sets and opts the
+// options the write compared it with (for a partial takeover: what desired
+// sets is what the comparison counts as set, list elements found by the
+// comparison's KeyDefault rules).
+func (t *takeover) managedFields(live, desired client.Object, opts []compare.Option) ([]metav1.ManagedFieldsEntry, bool, error) {
 	entries := live.GetManagedFields()
 	if !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return t.replaced(&e) }) {
 		return nil, false, nil
 	}
 	var keep func(fieldpath.Path) bool
 	if !t.whole {
-		content, err := contentOf(desired)
+		content, typed, err := contentOf(desired)
 		if err != nil {
 			return nil, false, err
 		}
-		keep = func(p fieldpath.Path) bool { return managedfields.Sets(content, p, kubernetesKeys, true) }
+		keys := managedfields.KeyDefaultsOf(opts)
+		keep = func(p fieldpath.Path) bool { return managedfields.Sets(content, p, keys, typed) }
 	}
 	return takeOver(entries, t, keep)
 }
@@ -188,28 +191,18 @@ func encodeSet(s *fieldpath.Set) (*metav1.FieldsV1, error) {
 	return f, nil
 }
 
-// contentOf returns obj as JSON content.
-func contentOf(obj client.Object) (map[string]any, error) {
+// contentOf returns obj as JSON content, and whether it was converted from
+// a Go struct (typed), where a zero value is unset.
+func contentOf(obj client.Object) (map[string]any, bool, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.Object, nil
+		return u.Object, false, nil
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return nil, fmt.Errorf("drift: converting %T: %w", obj, err)
+		return nil, true, fmt.Errorf("drift: converting %T: %w", obj, err)
 	}
-	return m, nil
+	return m, true, nil
 }
-
-// kubernetesKeys are the KeyDefault rules of compare.KubernetesRules.
-var kubernetesKeys = func() []managedfields.KeyDefault {
-	var keys []managedfields.KeyDefault
-	for _, r := range compare.KubernetesRules() {
-		if kd, ok := r.(compare.KeyDefault); ok {
-			keys = append(keys, managedfields.KeyDefault(kd))
-		}
-	}
-	return keys
-}()
 
 // patchManagedFields sends a JSON patch of live's managedFields alone,
 // locked by its resourceVersion the way csaupgrade.UpgradeManagedFieldsPatch

@@ -12,6 +12,7 @@ import (
 	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
+	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
@@ -279,6 +280,9 @@ func allFields(t testing.TB, entries []metav1.ManagedFieldsEntry) string {
 	}
 	return u.String()
 }
+
+// kubernetesKeys are the KeyDefault rules of compare.KubernetesRules.
+var kubernetesKeys = managedfields.KeyDefaultsOf([]compare.Option{kubernetesRules})
 
 // desiredContent is what a partial takeover in the fuzz test keeps to: the
 // fields of createdFields' Deployment that a desired object sets.

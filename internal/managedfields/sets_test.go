@@ -1,6 +1,7 @@
 package managedfields_test
 
 import (
+	"fmt"
 	"testing"
 
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
@@ -104,4 +105,57 @@ func pathElements(t *testing.T, s string) []any {
 		s = s[min(end+1, len(s)):]
 	}
 	return out
+}
+
+// TestSetsOfUnstructuredContent: in unstructured content a key present
+// with a zero value is set, as compare's walk of unstructured content has
+// it; null and empty lists and maps still set nothing. A list element
+// whose key field is missing has the default of the KeyDefaults given, and
+// only of those.
+func TestSetsOfUnstructuredContent(t *testing.T) {
+	content := map[string]any{
+		"metadata": map[string]any{"labels": map[string]any{"empty": "", "gone": nil}},
+		"spec": map[string]any{
+			"paused":    false,
+			"replicas":  int64(0),
+			"ratio":     float32(0),
+			"volumes":   []any{},
+			"selector":  map[string]any{},
+			"endpoints": []any{map[string]any{"name": "web", "port": int64(80)}},
+		},
+	}
+	zone := []managedfields.KeyDefault{{Field: "zone", Value: "a"}}
+	tests := []struct {
+		path        string
+		keys        []managedfields.KeyDefault
+		typed, want bool
+	}{
+		{path: `f:metadata.f:labels.f:empty`, want: true},
+		{path: `f:metadata.f:labels.f:empty`, typed: true, want: false},
+		{path: `f:metadata.f:labels.f:gone`, want: false},
+		{path: `f:spec.f:paused`, want: true},
+		{path: `f:spec.f:paused`, typed: true, want: false},
+		{path: `f:spec.f:replicas`, want: true},
+		{path: `f:spec.f:replicas`, typed: true, want: false},
+		{path: `f:spec.f:ratio`, want: true},
+		{path: `f:spec.f:ratio`, typed: true, want: false},
+		{path: `f:spec.f:volumes`, want: false},
+		{path: `f:spec.f:selector`, want: false},
+		{path: `f:spec.f:endpoints.k:{"name":"web","zone":"a"}`, keys: zone, want: true},
+		{path: `f:spec.f:endpoints.k:{"name":"web","zone":"a"}.f:port`, keys: zone, want: true},
+		{path: `f:spec.f:endpoints.k:{"name":"web","zone":"a"}.f:zone`, keys: zone, want: false},
+		{path: `f:spec.f:endpoints.k:{"name":"web","zone":"b"}`, keys: zone, want: false},
+		{path: `f:spec.f:endpoints.k:{"name":"web","zone":"a"}`, keys: protocolTCP, want: false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%s/typed=%v", tt.path, tt.typed), func(t *testing.T) {
+			p, err := fieldpath.MakePath(pathElements(t, tt.path)...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := managedfields.Sets(content, p, tt.keys, tt.typed); got != tt.want {
+				t.Errorf("Sets = %v, want %v", got, tt.want)
+			}
+		})
+	}
 }
