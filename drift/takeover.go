@@ -133,9 +133,12 @@ func takeOver(entries []metav1.ManagedFieldsEntry, t *takeover, keep func(fieldp
 			continue
 		}
 		moved = true
+		// Our entry of the operation: the one Apply entry whatever its
+		// version, or the Update entry of the object's version.
+		mine := managedfields.Query{Owner: t.owner}
 		j := slices.IndexFunc(out, func(e metav1.ManagedFieldsEntry) bool {
-			return e.Manager == t.owner && e.Operation == op && e.Subresource == "" &&
-				(op == metav1.ManagedFieldsOperationApply || e.APIVersion == t.apiVersion)
+			me := managedfields.Of(&e)
+			return mine.Own(&me) && e.Operation == op && (op == metav1.ManagedFieldsOperationApply || e.APIVersion == t.apiVersion)
 		})
 		if j < 0 {
 			fields, err := encodeSet(into[i])

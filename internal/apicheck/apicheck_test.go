@@ -1,7 +1,7 @@
 // Package apicheck holds the tests that keep the library's shape what its
 // documentation promises: the dependency weight of each package
-// (docs/weight.md) and the metrics the packages register
-// (docs/metrics.md).
+// (docs/weight.md), the metrics the packages register (docs/metrics.md),
+// and one decoder of managedFields (internal/managedfields).
 package apicheck_test
 
 import (
