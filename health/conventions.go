@@ -127,8 +127,8 @@ func conventions(v view, gvk schema.GroupVersionKind, custom bool) Health {
 			return failed(orDefault(c.reason, "Stalled"), c.message)
 		}
 	}
-	if gvk.GroupKind() == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
-		return definition(v)
+	if b := builtins[gvk.GroupKind()]; b.view != nil {
+		return b.view(v)
 	}
 	for _, c := range v.conditions {
 		if c.typ != "Ready" {

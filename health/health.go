@@ -250,9 +250,10 @@ func gvkOf(obj runtime.Object) schema.GroupVersionKind {
 		t = t.Elem()
 	}
 	gvk := schema.GroupVersionKind{Kind: t.Name()}
-	const apiextensions = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/"
-	if v, ok := strings.CutPrefix(t.PkgPath(), apiextensions); ok {
-		gvk.Group, gvk.Version = "apiextensions.k8s.io", v
+	for gk, b := range builtins {
+		if v, ok := strings.CutPrefix(t.PkgPath(), b.goPackage); ok && b.goPackage != "" && gk.Kind == t.Name() {
+			gvk.Group, gvk.Version = gk.Group, v
+		}
 	}
 	return gvk
 }
