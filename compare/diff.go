@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // ErrNotComparable is returned (wrapped) by [Diff] and [Overlay] when
@@ -207,10 +209,10 @@ func (p *pair) owners(cfg *options, actual any) {
 	if cfg.fieldOwner == "" {
 		return
 	}
-	q := ownedQuery{owner: cfg.fieldOwner, replaced: cfg.replaced, applyOnly: cfg.applyOnly}
+	q := managedfields.Query{Owner: cfg.fieldOwner, Replaces: cfg.replaced, ApplyOnly: cfg.applyOnly}
 	gvk, jt := kindOf(cfg.scheme, actual, p.am)
 	if !gvk.Empty() {
-		q.apiVersion = apiVersionOf(gvk.GroupVersion())
+		q.APIVersion = apiVersionOf(gvk.GroupVersion())
 	}
 	if p.unstr {
 		p.own = ownedFor(&q, nil, p.am)

@@ -427,6 +427,22 @@ func TestDiffUnstructured(t *testing.T) {
 			actual:  map[string]any{"spec": map[string]any{"replicas": float64(2)}},
 		},
 		{
+			name:      "integers above 2^53 compare exactly",
+			desired:   map[string]any{"spec": map[string]any{"id": int64(1<<53 + 1)}},
+			actual:    map[string]any{"spec": map[string]any{"id": int64(1 << 53)}},
+			wantPaths: []string{"spec.id"},
+		},
+		{
+			name:    "a float32 built by hand is a number like any other",
+			desired: map[string]any{"spec": map[string]any{"replicas": float32(2), "ratio": float32(0.5)}},
+			actual:  map[string]any{"spec": map[string]any{"replicas": int64(2), "ratio": float64(0.5)}},
+		},
+		{
+			name:    "a float32 limit compares as a quantity",
+			desired: map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": float32(2), "memory": int32(1024)}}}},
+			actual:  map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "2", "memory": "1Ki"}}}},
+		},
+		{
 			name:    "resource limits compare as quantities",
 			desired: map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1024Mi", "cpu": int64(2)}}}},
 			actual:  map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"memory": "1Gi", "cpu": "2"}}}},

@@ -3,11 +3,12 @@ package compare
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // Option configures [Diff] and [Overlay]. Options are plain values: build
@@ -28,10 +29,10 @@ type options struct {
 	// a program that never asks for go-cmp does not link it (see
 	// CmpOptions).
 	cmpEqual   func(a, d reflect.Value, opts []cmp.Option) bool
-	fieldOwner string // WithFieldOwner; "" means none: nothing is ours
-	replaced   string // Replaces' names (replacedSet), whose entries are ours whole
-	applyOnly  bool   // OnlyApplied: only our Apply entry counts
-	smp        bool   // StrategicMerge: the drift is written by a strategic merge patch
+	fieldOwner string                 // WithFieldOwner; "" means none: nothing is ours
+	replaced   managedfields.Managers // Replaces' names, whose entries are ours whole
+	applyOnly  bool                   // OnlyApplied: only our Apply entry counts
+	smp        bool                   // StrategicMerge: the drift is written by a strategic merge patch
 	scheme     *runtime.Scheme
 	keys       []KeyDefault    // Rules
 	copied     []CopiedDefault // Rules
@@ -171,14 +172,13 @@ func WithFieldOwner(name string) Option {
 // takes over. Package drift passes it for the managers of drift.Replaces on
 // the objects its Owner controls. Without WithFieldOwner it does nothing.
 func Replaces(managers ...string) Option {
-	names := slices.DeleteFunc(slices.Clone(managers), func(m string) bool { return m == "" })
-	set := replacedSet(names)
+	set := managedfields.NewManagers(managers...)
 	return func(c *options) {
 		if c.replaced == "" {
 			c.replaced = set
 			return
 		}
-		c.replaced = replacedSet(append(strings.Split(c.replaced, "\x00"), names...))
+		c.replaced = c.replaced.Union(set)
 	}
 }
 

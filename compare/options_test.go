@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // TestOwnMatchesAKeyedListByKeyAndAnyOtherListInOrder: Own makes the
@@ -94,6 +95,28 @@ func TestRulesThatCannotWorkAreAnError(t *testing.T) {
 		if err := compare.Overlay(webDeployment(), webDeployment(), opt); !errors.Is(err, compare.ErrInvalidRule) {
 			t.Errorf("Overlay with %#v: %v, want ErrInvalidRule", r, err)
 		}
+	}
+}
+
+// TestKeyDefaultsOfOptionsAreTheComparisonsRules: what package drift's
+// partial takeover matches list elements by (internal/managedfields'
+// KeyDefaultsOf) are the KeyDefault rules a comparison with the same
+// options applies, every Rules option's, in order.
+func TestKeyDefaultsOfOptionsAreTheComparisonsRules(t *testing.T) {
+	opts := []compare.Option{
+		compare.Rules(compare.KubernetesRules()...),
+		compare.IgnorePaths("spec.paused"),
+		compare.Rules(compare.KeyDefault{Field: "zone", Value: "a"}),
+	}
+	want := []managedfields.KeyDefault{{Field: "protocol", Value: "TCP"}, {Field: "zone", Value: "a"}}
+	if diff := cmp.Diff(want, managedfields.KeyDefaultsOf(opts)); diff != "" {
+		t.Errorf("KeyDefaultsOf (-want +got):\n%s", diff)
+	}
+	if got := managedfields.KeyDefaultsOf([]compare.Option{compare.IgnoreStatus()}); len(got) != 0 {
+		t.Errorf("KeyDefaultsOf without Rules = %v, want none", got)
+	}
+	if got := managedfields.KeyDefaultsOf("not options"); len(got) != 0 {
+		t.Errorf("KeyDefaultsOf of a string = %v, want none", got)
 	}
 }
 

@@ -2,7 +2,6 @@ package drift
 
 import (
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
@@ -138,18 +138,14 @@ func (w *Writer) refuseForeign(cfg *config, want, live client.Object) error {
 }
 
 // wroteBefore reports whether the Writer's field owner, or a manager it
-// replaces, has an entry of the main resource in live's managedFields. An
-// object read without managedFields (a cache that strips them, a fake client
-// that does not record them) cannot tell who wrote it: it counts as written
-// before, as every object did before the check existed.
+// replaces, has an entry of the main resource in live's managedFields, of
+// any version or operation. An object read without managedFields (a cache
+// that strips them, a fake client that does not record them) cannot tell
+// who wrote it: it counts as written before, as every object did before
+// the check existed.
 func (w *Writer) wroteBefore(cfg *config, live client.Object) bool {
-	entries := live.GetManagedFields()
-	if len(entries) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
-		return e.Subresource == "" && (e.Manager == w.fieldOwner || slices.Contains(cfg.replaces, e.Manager))
-	})
+	q := managedfields.Query{Owner: w.fieldOwner, Replaces: managedfields.NewManagers(cfg.replaces...), AnyOperation: true}
+	return q.WroteBefore(live.GetManagedFields())
 }
 
 // sameController reports whether two owner references name the same owner,

@@ -268,7 +268,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 	// which only the lock keeps from dropping a concurrent writer's entry.
 	lock := false
 	if take != nil {
-		entries, changed, err := take.managedFields(live, want)
+		entries, changed, err := take.managedFields(live, want, opts)
 		if err != nil {
 			return Outcome{}, err
 		}

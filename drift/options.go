@@ -110,9 +110,11 @@ func ForceOwnership() Option {
 //     own entries (list elements and map entries of an Update entry,
 //     anything of an Apply entry), and the write removes it.
 //   - Any other object (no Owner, or an object shared with other
-//     operators): only the fields desired sets now are taken over; the
-//     rest stays the replaced manager's, since under a name several
-//     operators shared it may be another's. Nothing of theirs is removed,
+//     operators): only the fields desired sets now are taken over (what
+//     the call's comparison counts as set: in unstructured content a key
+//     present with a zero value too, and list elements found by the
+//     call's KeyDefault rules); the rest stays the replaced manager's,
+//     since under a name several operators shared it may be another's. Nothing of theirs is removed,
 //     and nothing we stopped wanting before the move can be told apart.
 //
 // The takeover is one write: Ensure and EnsureMutate send the rewritten

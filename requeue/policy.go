@@ -431,7 +431,7 @@ func positiveOr[T int | time.Duration](v, def T) T {
 // marker or a reconcile.TerminalError in its chain), else
 // reconcile.TerminalError(err).
 func terminal(err error) error {
-	if isTerminal(err) {
+	if errors.IsTerminal(err) {
 		return err
 	}
 	return reconcile.TerminalError(err)
@@ -442,19 +442,10 @@ func terminal(err error) error {
 // would not retry; such an error is returned with the same text but without
 // the chain.
 func retryable(err error) error {
-	if isTerminal(err) {
+	if errors.IsTerminal(err) {
 		return &retryError{msg: err.Error()}
 	}
 	return err
-}
-
-// isTerminal asks what controller-runtime asks of a returned error, in the
-// words the errors package documents: errors.Is(err,
-// reconcile.TerminalError(nil)). Whether an error is permanent is the errors
-// package's decision ([errors.Classify]); this is only whether
-// controller-runtime will already refuse to retry it.
-func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil))
 }
 
 type retryError struct{ msg string }

@@ -1,7 +1,6 @@
 package reconciletest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +8,8 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // Default bounds of [Converge].
@@ -184,7 +185,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 	ctx := t.Context()
 	settled := func(res reconcile.Result, err error) bool {
 		if err != nil {
-			return o.allowTerminal && isTerminal(err)
+			return o.allowTerminal && errors.IsTerminal(err)
 		}
 		return !requeues(res) || (o.resync > 0 && res.RequeueAfter >= o.resync)
 	}
@@ -211,7 +212,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 			break
 		}
 		if err != nil {
-			if isTerminal(err) {
+			if errors.IsTerminal(err) {
 				t.Fatalf("reconciletest: %q: run %d returned a terminal error, which controller-runtime never retries: %v\n"+
 					"(pass AllowTerminalError() if that is the expected outcome)", req, n, err)
 				return rep
@@ -292,10 +293,6 @@ func outcome(res reconcile.Result, err error) string {
 // sets Priority does not requeue.
 func requeues(res reconcile.Result) bool {
 	return res.RequeueAfter > 0 || res.Requeue //nolint:staticcheck // Requeue is deprecated but still honoured
-}
-
-func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil))
 }
 
 func joinRuns(rs []run) string {
