@@ -2,7 +2,8 @@
 // compares the exported API of every library package at the last release
 // (the last line of .ci/releases) with the working tree, with apidiff, and
 // fails when an incompatible change is not named under "## [Unreleased]"
-// in CHANGELOG.md's "### Changed" or "### Removed" (docs/releasing.md).
+// in CHANGELOG.md's "### Changed" or "### Removed" (docs/releasing.md);
+// since v1.0.0, on any incompatible change.
 //
 //	go run ./internal/cmd/apicompat            # the check
 //	go run ./internal/cmd/apicompat -v         # the check, listing every change
@@ -84,6 +85,14 @@ func run(ctx context.Context, w io.Writer, root, oldRev, newRev string, verbose 
 		}
 		fmt.Fprintf(w, "apicompat: the examples of %s (the At operator, the embedding guide, the kubebuilder scaffold, with their tests) build against the working tree\n", res.Release.Version)
 		return 0, nil
+	}
+	if apicompat.Stable(res.Release) {
+		fmt.Fprintf(w, "apicompat: %d incompatible changes since %s; from v1.0.0 on none may land, named or not (each would need a v2, module path .../v2):\n", incompatible, rel)
+		for _, c := range res.Unnamed {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+		fmt.Fprintln(w, "Keep the old name working instead: a // Deprecated: note naming its successor, kept until v2 (docs/releasing.md).")
+		return 1, nil
 	}
 	fmt.Fprintf(w, "apicompat: %d of the %d incompatible changes since %s are not named under \"## [Unreleased]\", \"### %s\" of CHANGELOG.md:\n",
 		len(res.Unnamed), incompatible, rel, strings.Join(apicompat.NamingKinds, "\" or \"### "))
