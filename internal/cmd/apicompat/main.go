@@ -75,7 +75,11 @@ func run(ctx context.Context, w io.Writer, root, oldRev, newRev string, verbose 
 		list(w, res.Changes)
 	}
 	if len(res.Unnamed) == 0 {
-		fmt.Fprintf(w, "apicompat: %s -> working tree: %d incompatible changes, each named under [Unreleased] in CHANGELOG.md; %d compatible\n", rel, incompatible, compatible)
+		if apicompat.Stable(res.Release) {
+			fmt.Fprintf(w, "apicompat: %s -> working tree: no incompatible change (none may land before a v2); %d compatible\n", rel, compatible)
+		} else {
+			fmt.Fprintf(w, "apicompat: %s -> working tree: %d incompatible changes, each named under [Unreleased] in CHANGELOG.md; %d compatible\n", rel, incompatible, compatible)
+		}
 		// What the release's users wrote, as its own examples stand for
 		// it, must build without an edit: a moved name keeps an alias.
 		if err := check.Runner.OldExamples(ctx, root, res.Release.Commit); err != nil {
