@@ -332,7 +332,7 @@ func between(reqs []bench.AuditRequest, from, to time.Time) []bench.AuditRequest
 	return out
 }
 
-// binaries are the controllers, built once per test.
+// binaries are the controllers' executables (see buildBinaries).
 type binaries struct {
 	classic, handwritten, at, bare string
 	// atPprof says how the At binary serves pprof: "flag" (it has
@@ -371,18 +371,69 @@ func init() {
 }
 `
 
-// buildBinaries builds the controllers without -race (they are measured,
-// as they would run in production) into the test's temporary directory.
-// With profiling, an At binary that lacks --pprof-bind-address is built
-// with pprofOverlay.
+// built holds the controllers' executables for the tests of this process
+// that run them: each is built (linked: 4-5 s of CPU, the At's) once, not
+// once per test or subtest, in a directory that lives while some test
+// that asked for binaries runs (the scenarios run at the same time, see
+// parallelTests) and is removed when the last of them ends.
+var built struct {
+	sync.Mutex
+	dir   string
+	users int
+	// paths are the executables built into dir, by name.
+	paths map[string]string
+}
+
+// holdBuilt makes built's directory live until tb ends.
+func holdBuilt(tb testing.TB) {
+	tb.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if built.users == 0 {
+		dir, err := os.MkdirTemp("", "reconcilekit-bench-bin-")
+		if err != nil {
+			tb.Fatal(err)
+		}
+		built.dir, built.paths = dir, map[string]string{}
+	}
+	built.users++
+	tb.Cleanup(func() {
+		built.Lock()
+		defer built.Unlock()
+		if built.users--; built.users == 0 {
+			if err := os.RemoveAll(built.dir); err != nil {
+				tb.Error(err)
+			}
+			built.dir, built.paths = "", nil
+		}
+	})
+}
+
+// binary returns the executable name, built from pkg with flags the first
+// time a test asks for it while built's directory lives. The caller holds
+// it (holdBuilt).
+func binary(tb testing.TB, name, pkg string, flags ...string) string {
+	tb.Helper()
+	built.Lock()
+	defer built.Unlock()
+	if path, ok := built.paths[name]; ok {
+		return path
+	}
+	path := filepath.Join(built.dir, name)
+	goBuild(tb, path, pkg, flags...)
+	built.paths[name] = path
+	return path
+}
+
+// buildBinaries returns the controllers, built without -race (they are
+// measured, as they would run in production) once for the tests that run
+// them (see built). With profiling, an At binary that lacks
+// --pprof-bind-address is built with pprofOverlay.
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
-	dir := tb.TempDir()
-	b := binaries{classic: filepath.Join(dir, "classic"), handwritten: filepath.Join(dir, "handwritten"), at: filepath.Join(dir, "at"), bare: filepath.Join(dir, "bare")}
-	goBuild(tb, b.classic, classicPackage)
-	goBuild(tb, b.handwritten, handwrittenPackage)
-	goBuild(tb, b.bare, barePackage)
-	goBuild(tb, b.at, atPackage)
+	holdBuilt(tb)
+	b := binaries{classic: binary(tb, "classic", classicPackage), handwritten: binary(tb, "handwritten", handwrittenPackage),
+		at: binary(tb, "at", atPackage), bare: binary(tb, "bare", barePackage)}
 	if !profiling {
 		return b
 	}
@@ -395,6 +446,7 @@ func buildBinaries(tb testing.TB, profiling bool) binaries {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	dir := tb.TempDir()
 	file := filepath.Join(dir, "zz_bench_pprof.go")
 	if err := os.WriteFile(file, []byte(pprofOverlay), 0o600); err != nil {
 		tb.Fatal(err)
@@ -409,17 +461,17 @@ func buildBinaries(tb testing.TB, profiling bool) binaries {
 	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	b.at = filepath.Join(dir, "at")
 	goBuild(tb, b.at, atPackage, "-overlay", ov)
 	b.atPprof = "overlay"
 	return b
 }
 
-// buildAt builds the At operator's binary alone, as buildBinaries does.
+// buildAt returns the At operator's binary alone, as buildBinaries does.
 func buildAt(tb testing.TB) binaries {
 	tb.Helper()
-	b := binaries{at: filepath.Join(tb.TempDir(), "at")}
-	goBuild(tb, b.at, atPackage)
-	return b
+	holdBuilt(tb)
+	return binaries{at: binary(tb, "at", atPackage)}
 }
 
 func goBuild(tb testing.TB, out, pkg string, flags ...string) {
