@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/internal/gobuild"
 	"github.com/reconcilekit/reconcilekit/internal/procs"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
@@ -371,69 +372,15 @@ func init() {
 }
 `
 
-// built holds the controllers' executables for the tests of this process
-// that run them: each is built (linked: 4-5 s of CPU, the At's) once, not
-// once per test or subtest, in a directory that lives while some test
-// that asked for binaries runs (the scenarios run at the same time, see
-// parallelTests) and is removed when the last of them ends.
-var built struct {
-	sync.Mutex
-	dir   string
-	users int
-	// paths are the executables built into dir, by name.
-	paths map[string]string
-}
-
-// holdBuilt makes built's directory live until tb ends.
-func holdBuilt(tb testing.TB) {
-	tb.Helper()
-	built.Lock()
-	defer built.Unlock()
-	if built.users == 0 {
-		dir, err := os.MkdirTemp("", "reconcilekit-bench-bin-")
-		if err != nil {
-			tb.Fatal(err)
-		}
-		built.dir, built.paths = dir, map[string]string{}
-	}
-	built.users++
-	tb.Cleanup(func() {
-		built.Lock()
-		defer built.Unlock()
-		if built.users--; built.users == 0 {
-			if err := os.RemoveAll(built.dir); err != nil {
-				tb.Error(err)
-			}
-			built.dir, built.paths = "", nil
-		}
-	})
-}
-
-// binary returns the executable name, built from pkg with flags the first
-// time a test asks for it while built's directory lives. The caller holds
-// it (holdBuilt).
-func binary(tb testing.TB, name, pkg string, flags ...string) string {
-	tb.Helper()
-	built.Lock()
-	defer built.Unlock()
-	if path, ok := built.paths[name]; ok {
-		return path
-	}
-	path := filepath.Join(built.dir, name)
-	goBuild(tb, path, pkg, flags...)
-	built.paths[name] = path
-	return path
-}
-
 // buildBinaries returns the controllers, built without -race (they are
-// measured, as they would run in production) once for the tests that run
-// them (see built). With profiling, an At binary that lacks
-// --pprof-bind-address is built with pprofOverlay.
+// measured, as they would run in production), from the go build cache:
+// linked once, not once per test (see gobuild.Executable). With
+// profiling, an At binary that lacks --pprof-bind-address is built with
+// pprofOverlay into the test's temporary directory.
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
-	holdBuilt(tb)
-	b := binaries{classic: binary(tb, "classic", classicPackage), handwritten: binary(tb, "handwritten", handwrittenPackage),
-		at: binary(tb, "at", atPackage), bare: binary(tb, "bare", barePackage)}
+	b := binaries{classic: executable(tb, classicPackage), handwritten: executable(tb, handwrittenPackage),
+		at: executable(tb, atPackage), bare: executable(tb, barePackage)}
 	if !profiling {
 		return b
 	}
@@ -470,8 +417,17 @@ func buildBinaries(tb testing.TB, profiling bool) binaries {
 // buildAt returns the At operator's binary alone, as buildBinaries does.
 func buildAt(tb testing.TB) binaries {
 	tb.Helper()
-	holdBuilt(tb)
-	return binaries{at: binary(tb, "at", atPackage)}
+	return binaries{at: executable(tb, atPackage)}
+}
+
+// executable returns the path of pkg's executable, built without -race.
+func executable(tb testing.TB, pkg string) string {
+	tb.Helper()
+	path, err := gobuild.Executable(context.Background(), tb.TempDir(), pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 func goBuild(tb testing.TB, out, pkg string, flags ...string) {

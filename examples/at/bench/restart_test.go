@@ -53,8 +53,8 @@ func TestShardedAtsSurviveAPIServerRestarts(t *testing.T) {
 	// the tests of managers in this process (see parallelTests), not beside
 	// the sharded audit proof (see planeMu).
 	t.Parallel()
-	bins := buildAt(t) // before waiting for the plane: see built
 	lockPlane(t)
+	bins := buildAt(t)
 	// Its kube-apiserver is killed when it has not stopped 2 s after
 	// SIGTERM: a write it applied in its last moments may never log its
 	// last stage, and is then in the log as received, of unknown outcome.

@@ -357,7 +357,6 @@ func TestShardedAtsAreEachWrittenOnceByTheHolderOfTheirRange(t *testing.T) {
 		t.Fatalf("-at.proof.n=%d: the proof needs at least 2 Ats, to spread their schedules", *proofN)
 	}
 	t.Parallel()
-	holdBuilt(t) // the At, built once for both gates, before waiting for the plane: see built
 	lockPlane(t)
 	for _, gated := range []bool{false, true} {
 		name := map[bool]string{false: "gate off", true: "gate on"}[gated]
