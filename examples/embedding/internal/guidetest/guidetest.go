@@ -194,7 +194,10 @@ func (f *Fixture) WaitConverged(t *testing.T, site *webv1.Website) {
 			return false, err
 		}
 		return slices.ContainsFunc(events.Items, func(e eventsv1.Event) bool {
-			return e.Regarding.Name == site.Name && e.Regarding.UID == site.UID
+			// The Ready event itself: an earlier one (Reconciling, while
+			// the Deployment rolls out on a loaded machine) may be there
+			// while the Ready one still waits in the recorder's queue.
+			return e.Regarding.Name == site.Name && e.Regarding.UID == site.UID && e.Action == "Ready"
 		}), nil
 	})
 	if err != nil {
