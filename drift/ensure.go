@@ -253,7 +253,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		copyInto(target, w.copyLive(live))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 	}
-	if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
+	if err := w.checkHotLoop(ctx, live, cmpn); err != nil {
 		copyInto(target, w.copyLive(live))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 	}

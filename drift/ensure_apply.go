@@ -77,7 +77,7 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 		if cmpn.Equal {
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, nil
 		}
-		if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
+		if err := w.checkHotLoop(ctx, live, cmpn); err != nil {
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, err
 		}
 		if err := w.refuseForeign(cfg, want, live); err != nil {

@@ -21,10 +21,8 @@ type config struct {
 	compare        []compare.Option
 	owner          client.Object
 	optimisticLock bool
-	hotLoops       *HotLoopDetector // DetectHotLoops (deprecated)
 	force          bool
 	replaces       []string // Replaces
-	fieldOwner     string   // WithFieldOwner (deprecated)
 	adopt          bool     // Adopt
 }
 
@@ -72,15 +70,6 @@ func Owner(owner client.Object) Option {
 // writers per field.
 func OptimisticLock() Option {
 	return func(c *config) { c.optimisticLock = true }
-}
-
-// DetectHotLoops makes the call report drifts to d, which stops patching an
-// object whose same fields keep drifting back. It wins over the Writer's
-// HotLoops for the call.
-//
-// Deprecated: set [Writer.HotLoops], shared by every call of the Writer.
-func DetectHotLoops(d *HotLoopDetector) Option {
-	return func(c *config) { c.hotLoops = d }
 }
 
 // ForceOwnership makes [Writer.EnsureApplied] and

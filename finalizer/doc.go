@@ -50,10 +50,6 @@
 // nothing to change make no request at all, so calling them on every
 // reconcile is free.
 //
-// The package functions [Add] and [Remove], [Registry.AddAll] and
-// [Registry.Run], with their options, are the deprecated spellings of the
-// same calls: they build a Writer for each call.
-//
 // Edge cases handled: no finalizer is ever added to an object being deleted
 // ([ErrDeleting]), including when deletion starts between the caller's read
 // and the write; an object that vanishes before or while its last finalizer

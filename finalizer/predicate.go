@@ -44,12 +44,6 @@ func Predicate() predicate.Predicate {
 	}
 }
 
-// ChangedPredicate is [Predicate].
-//
-// Deprecated: use Predicate, named as the Predicate of every other package
-// (health, suspend, request, reconcile, ranges).
-func ChangedPredicate() predicate.Predicate { return Predicate() }
-
 // lostFinalizer reports whether a finalizer of old is missing from new.
 // Additions (our own AddMissing, most often) are not worth a reconcile.
 func lostFinalizer(old, new []string) bool {

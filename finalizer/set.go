@@ -58,12 +58,6 @@ type Outcome struct {
 // object.
 func (r Outcome) Done() bool { return len(r.Remaining) == 0 }
 
-// RunResult is [Outcome].
-//
-// Deprecated: use Outcome, what Finalize returns (Run, which named it, is
-// deprecated too).
-type RunResult = Outcome
-
 // Registry is an ordered collection of named finalizers for objects of type
 // T. Cleanups run in the order the finalizers were registered, one at a
 // time, and stop at the first failure, so a finalizer may rely on every
@@ -150,15 +144,6 @@ func (s *Registry[T]) AddMissing(ctx context.Context, w *Writer, obj T) (changed
 	})
 }
 
-// AddAll adds every registered finalizer that obj lacks, as
-// [Registry.AddMissing] does, through c with the options opts.
-//
-// Deprecated: use AddMissing(ctx, finalizer.NewWriter(c, fieldOwner), obj);
-// the Writer's fields replace the options.
-func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts ...Option) (changed bool, err error) {
-	return s.AddMissing(ctx, writerFor(c, opts), obj)
-}
-
 // Finalize is the deletion path of a reconcile: for an object with a
 // deletionTimestamp it runs, in registration order, the cleanup of each
 // registered finalizer the object still has, stopping at the first failure,
@@ -227,13 +212,4 @@ func (s *Registry[T]) Finalize(ctx context.Context, w *Writer, obj T) (Outcome, 
 		}
 	}
 	return res, errors.Join(cleanupErr, patchErr)
-}
-
-// Run runs the cleanups of an object being deleted, as [Registry.Finalize]
-// does, through c with the options opts.
-//
-// Deprecated: use Finalize(ctx, finalizer.NewWriter(c, fieldOwner), obj);
-// the Writer's fields replace the options.
-func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...Option) (Outcome, error) {
-	return s.Finalize(ctx, writerFor(c, opts), obj)
 }

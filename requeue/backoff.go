@@ -24,13 +24,6 @@ const (
 	DefaultBackoffMaxKeys = 10_000
 )
 
-// DefaultBackoffKeys is [DefaultBackoffMaxKeys].
-//
-// Deprecated: use DefaultBackoffMaxKeys, named, as DefaultBackoffBase,
-// DefaultBackoffMax and DefaultBackoffJitter are, after the field it is the
-// default of (Backoff.MaxKeys).
-const DefaultBackoffKeys = DefaultBackoffMaxKeys
-
 // Backoff tracks consecutive failures per request and hands out capped,
 // jittered, exponential delays: the n-th failure in a row waits
 // Base·2^(n-1), at most Max, minus a random part of up to Jitter of it. The

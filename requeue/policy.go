@@ -43,12 +43,6 @@ const (
 	DefaultMaxTrackedRequests = 10_000
 )
 
-// DefaultTrackedRequests is [DefaultMaxTrackedRequests].
-//
-// Deprecated: use DefaultMaxTrackedRequests, named, as every default of a
-// Policy is, after the field it is the default of (Policy.MaxTrackedRequests).
-const DefaultTrackedRequests = DefaultMaxTrackedRequests
-
 // Policy turns what a reconcile produced, a reconcile.Result and an error, into
 // what controller-runtime should get, by the error's [errors.Class]. It is
 // the one place a reconcile's error is classified: [Policy.Decide] returns a

@@ -35,46 +35,32 @@ import (
 )
 
 // GroupLabel labels every Lease of a [Member]'s group with the group's
-// Name: the Leases of its ranges and those of its members.
+// Name: the Leases of its ranges and those of its members. A Member lists
+// its group's Leases by this key alone.
 //
-// Through v0.5.x a Member also writes the keys of v0.4.0,
-// shard.reconcilekit.dev/group and shard.reconcilekit.dev/member, on every
-// Lease it writes, and lists and recognises its group's Leases by either
-// key: replicas of v0.4.0 and of this version, side by side during a
-// rolling upgrade, see each other's Leases, and so never both take a
-// range.
+// v0.4.0 wrote the keys shard.reconcilekit.dev/group and
+// shard.reconcilekit.dev/member instead, and v0.5.x both those and these:
+// replicas of v0.5.x and of this version see each other's Leases, and a
+// replica of v0.4.0 is not seen (upgrade through v0.5.x).
 const GroupLabel = "shard.reconcilekit.io/group"
 
 // MemberLabel labels the Lease by which a replica says it is alive, with
 // the value "true".
 const MemberLabel = "shard.reconcilekit.io/member"
 
-// LegacyGroupLabel is [GroupLabel] as v0.4.0 wrote it, in the domain
-// reconcilekit.dev. A Member writes both keys and reads either.
-//
-// Deprecated: use GroupLabel. v1.0.0 neither writes nor reads this key.
-const LegacyGroupLabel = "shard.reconcilekit.dev/group"
-
-// LegacyMemberLabel is [MemberLabel] as v0.4.0 wrote it, in the domain
-// reconcilekit.dev. A Member writes both keys and reads either.
-//
-// Deprecated: use MemberLabel. v1.0.0 neither writes nor reads this key.
-const LegacyMemberLabel = "shard.reconcilekit.dev/member"
-
-// groupLabels returns the labels of every Lease of m's group: the group
-// under both keys (LegacyGroupLabel through v0.5.x), and, for a member
-// Lease, the member label under both.
+// groupLabels returns the labels of every Lease of m's group: the group,
+// and, for a member Lease, the member label.
 func (m *Member) groupLabels(member bool) map[string]string {
-	l := map[string]string{GroupLabel: m.Name, LegacyGroupLabel: m.Name}
+	l := map[string]string{GroupLabel: m.Name}
 	if member {
-		l[MemberLabel], l[LegacyMemberLabel] = "true", "true"
+		l[MemberLabel] = "true"
 	}
 	return l
 }
 
-// isMemberLease reports whether l is a member Lease, by either key.
+// isMemberLease reports whether l is a member Lease.
 func isMemberLease(l *coordinationv1.Lease) bool {
-	return l.Labels[MemberLabel] == "true" || l.Labels[LegacyMemberLabel] == "true"
+	return l.Labels[MemberLabel] == "true"
 }
 
 // ErrNotHeld is returned by [Member.Enter] for an object whose range this
@@ -105,12 +91,6 @@ var ErrNotHeld = errors.New("shard: the object's range is not held by this repli
 // manager's leader election. A cache that follows the ranges it holds is
 // package follow's (follow.CacheOptions takes the Member).
 type Member struct {
-	// Leases reads and writes the Leases.
-	//
-	// Deprecated: pass the client to [NewMember], which sends every Lease
-	// write under the operator's field owner. A Member built as a literal
-	// with Leases set still works, its writes carrying no field manager.
-	Leases coordinationv1client.LeasesGetter
 	// Namespace holds the Leases. Required.
 	Namespace string
 	// Name names the group of replicas (the controller): range i of n is
@@ -124,13 +104,6 @@ type Member struct {
 	// replicas that can share the work. All replicas must agree on it.
 	// Required, at most ranges.Max.
 	RangeCount int
-	// Ranges is RangeCount under its name of v0.4.0, read when RangeCount
-	// is 0.
-	//
-	// Deprecated: set RangeCount: everywhere else "ranges" is a set of
-	// them (ranges.Set, [Member.Held], OnChange). Validate refuses both set
-	// to different numbers.
-	Ranges int
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
 	// timings for every range's Lease; zero means 15 s, 10 s and 2 s, as a
 	// manager's. LeaseDuration must be whole seconds and longer than
@@ -147,11 +120,10 @@ type Member struct {
 	// election keeps client-go's own clock.)
 	Clock clock.Clock
 
-	// fieldOwner is the field manager of every Lease write, and built
-	// says the Member came from NewMember (a literal, deprecated, has
-	// none).
+	// leases reads and writes the Leases, every write under the field
+	// manager fieldOwner (both given to NewMember).
+	leases     coordinationv1client.LeasesGetter
 	fieldOwner string
-	built      bool
 
 	ranges []ranges.Range
 	// preference is this replica's order of preference among the ranges,
@@ -190,7 +162,7 @@ type Member struct {
 // it. A Member with an empty fieldOwner does not start: Start returns an
 // error wrapping errors.ErrNoFieldOwner.
 func NewMember(leases coordinationv1client.LeasesGetter, fieldOwner string) *Member {
-	return &Member{Leases: leases, fieldOwner: fieldOwner, built: true}
+	return &Member{leases: leases, fieldOwner: fieldOwner}
 }
 
 // holding is a range this replica holds.
@@ -236,24 +208,24 @@ func see(seen map[string]observed, l *coordinationv1.Lease, now time.Time) time.
 // set wrong.
 var ErrInvalidMember = errors.New("shard: invalid Member")
 
-// Validate reports the fields of m set wrong: no Leases client, no field
-// owner (a Member from [NewMember] with an empty one), no Namespace or Name,
+// Validate reports the fields of m set wrong: no Leases client or no field
+// owner (a Member not from [NewMember], or from it with a nil client or an
+// empty field owner; the error then also wraps errors.ErrNoFieldOwner), no
+// Namespace or Name,
 // a number of ranges out of bounds, timings leader election refuses. Start
 // calls it and returns its error, marked permanent.
 func (m *Member) Validate() error {
 	var errs []error
-	if m.Leases == nil {
-		errs = append(errs, errors.New("Leases is nil: build the Member with NewMember"))
+	if m.leases == nil {
+		errs = append(errs, errors.New("no Leases client: build the Member with shard.NewMember(leases, fieldOwner)"))
 	}
-	if m.built && m.fieldOwner == "" {
-		errs = append(errs, errors.ErrNoFieldOwner)
+	if m.fieldOwner == "" {
+		errs = append(errs, fmt.Errorf("%w: build the Member with shard.NewMember(leases, fieldOwner)", errors.ErrNoFieldOwner))
 	}
 	if m.Namespace == "" || m.Name == "" {
 		errs = append(errs, errors.New("Namespace and Name are required"))
 	}
-	if m.RangeCount != 0 && m.Ranges != 0 && m.RangeCount != m.Ranges {
-		errs = append(errs, fmt.Errorf("RangeCount (%d) and the deprecated Ranges (%d) differ: set RangeCount only", m.RangeCount, m.Ranges))
-	} else if _, err := ranges.Split(m.rangeCount()); err != nil {
+	if _, err := ranges.Split(m.RangeCount); err != nil {
 		errs = append(errs, err)
 	}
 	ld, rd, rp := m.timings()
@@ -271,14 +243,6 @@ func (m *Member) Validate() error {
 		return fmt.Errorf("%w: %w", ErrInvalidMember, err)
 	}
 	return nil
-}
-
-// rangeCount is RangeCount, or the deprecated Ranges when it is 0.
-func (m *Member) rangeCount() int {
-	if m.RangeCount != 0 {
-		return m.RangeCount
-	}
-	return m.Ranges
 }
 
 func (m *Member) timings() (leaseDuration, renewDeadline, retryPeriod time.Duration) {
@@ -316,16 +280,14 @@ func (m *Member) Start(ctx context.Context) error {
 		return errors.New("shard: a Member starts once")
 	}
 	m.started = true
-	m.ranges, _ = ranges.Split(m.rangeCount())
+	m.ranges, _ = ranges.Split(m.RangeCount)
 	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
 	m.members, m.rangeObs = map[string]observed{}, map[string]observed{}
 	m.renewed = map[int]time.Time{}
 	if m.Clock == nil {
 		m.Clock = clock.RealClock{}
 	}
-	if m.fieldOwner != "" {
-		m.Leases = fieldManaged{m.Leases, m.fieldOwner}
-	}
+	m.leases = fieldManaged{m.leases, m.fieldOwner}
 	if m.Identity == "" {
 		host, _ := os.Hostname()
 		m.Identity = host + "_" + strconv.FormatUint(rand.Uint64(), 36)
@@ -373,7 +335,7 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	_, rd, _ := m.timings()
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), rd)
-	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
+	err := m.leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
 	cancel()
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
@@ -422,26 +384,13 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 	return g.nextExpiry
 }
 
-// groupLeases lists the group's Leases by GroupLabel and by
-// LegacyGroupLabel (a label selector cannot ask for either key), each Lease
-// once: those a replica of v0.4.0 wrote carry only the legacy key, and
-// those of v1.0.0 will carry only the new one.
+// groupLeases lists the group's Leases, by GroupLabel.
 func (m *Member) groupLeases(ctx context.Context) ([]coordinationv1.Lease, error) {
-	var out []coordinationv1.Lease
-	seen := map[string]bool{}
-	for _, key := range []string{GroupLabel, LegacyGroupLabel} {
-		list, err := m.Leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: key + "=" + m.Name})
-		if err != nil {
-			return nil, err
-		}
-		for _, l := range list.Items {
-			if !seen[l.Name] {
-				seen[l.Name] = true
-				out = append(out, l)
-			}
-		}
+	list, err := m.leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.Name})
+	if err != nil {
+		return nil, err
 	}
-	return out, nil
+	return list.Items, nil
 }
 
 // group is what one round saw of the group's Leases, by this replica's
@@ -596,7 +545,7 @@ func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) b
 	ld, _, _ := m.timings()
 	next.Spec.LeaseDurationSeconds = ptr.To(int32(ld / time.Second))
 	sent := m.Clock.Now()
-	if _, err := m.Leases.Leases(m.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if _, err := m.leases.Leases(m.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 		log.FromContext(ctx).V(1).Info("could not take over an expired range Lease", "range", m.ranges[i].String(), "error", err)
 		return false
 	}
@@ -794,7 +743,7 @@ func (m *Member) release(ctx context.Context, i int) error {
 func (m *Member) renewMember(ctx context.Context) error {
 	ld, _, _ := m.timings()
 	now := metav1.NewMicroTime(m.Clock.Now())
-	leases := m.Leases.Leases(m.Namespace)
+	leases := m.leases.Leases(m.Namespace)
 	l, err := leases.Get(ctx, m.memberLease(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
@@ -820,7 +769,7 @@ func (m *Member) renewMember(ctx context.Context) error {
 func (m *Member) lock(i int) *resourcelock.LeaseLock {
 	return &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: m.rangeLease(i), Namespace: m.Namespace},
-		Client:     m.Leases,
+		Client:     m.leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: m.Identity},
 		Labels:     m.groupLabels(false),
 	}
@@ -955,7 +904,7 @@ func hash(s string) uint64 {
 // again, however quickly, is another holding, whose objects a following
 // cache hands over again (follow.Holder). Its length is RangeCount.
 func (m *Member) Holdings() []uint64 {
-	out := make([]uint64, max(m.rangeCount(), 0))
+	out := make([]uint64, max(m.RangeCount, 0))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, h := range m.held {

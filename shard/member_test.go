@@ -524,12 +524,11 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 		m    *shard.Member
 		want string
 	}{
-		{"nothing set", &shard.Member{}, "Leases is nil"},
+		{"nothing set", &shard.Member{}, "no Leases client: build the Member with shard.NewMember(leases, fieldOwner)"},
+		{"a literal, not from NewMember", &shard.Member{Namespace: "n", Name: "x", RangeCount: 2}, errors.ErrNoFieldOwner.Error()},
 		{"no field owner", shard.NewMember(cutLeases{}, ""), errors.ErrNoFieldOwner.Error()},
 		{"no ranges", member(func(m *shard.Member) { m.RangeCount = 0 }), "0 ranges"},
-		{"RangeCount and the deprecated Ranges differ", member(func(m *shard.Member) { m.Ranges = 3 }),
-			"RangeCount (2) and the deprecated Ranges (3) differ"},
-		{"the deprecated Ranges out of bounds", member(func(m *shard.Member) { m.RangeCount, m.Ranges = 0, -1 }), "-1 ranges"},
+		{"ranges out of bounds", member(func(m *shard.Member) { m.RangeCount = -1 }), "-1 ranges"},
 		{"no name", member(func(m *shard.Member) { m.Name = "" }), "Namespace and Name are required"},
 		{"lease not longer than renew", member(func(m *shard.Member) { m.LeaseDuration = 10 * time.Second }),
 			"LeaseDuration (10s) must be more than RenewDeadline (10s)"},
@@ -552,29 +551,17 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 	}
 }
 
-// TestRangeCountOrTheDeprecatedRanges: a Member splits the hash space into
-// RangeCount ranges, or, when RangeCount is 0, into the deprecated Ranges
-// of v0.4.0 (its Holdings, what a following cache reads, have that
-// length); both set to the same number is fine.
-func TestRangeCountOrTheDeprecatedRanges(t *testing.T) {
-	for _, tt := range []struct {
-		name              string
-		rangeCount, older int
-	}{
-		{"RangeCount", 4, 0},
-		{"the deprecated Ranges", 0, 4},
-		{"both, the same", 4, 4},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			m := shard.NewMember(cutLeases{}, fieldOwner)
-			m.Namespace, m.Name, m.RangeCount, m.Ranges = "n", "x", tt.rangeCount, tt.older
-			if err := m.Validate(); err != nil {
-				t.Errorf("Validate = %v", err)
-			}
-			if got := len(m.Holdings()); got != 4 {
-				t.Errorf("len(Holdings()) = %d, want 4", got)
-			}
-		})
+// TestRangeCountSplitsTheHashSpace: a Member splits the hash space into
+// RangeCount ranges: its Holdings, what a following cache reads, have that
+// length.
+func TestRangeCountSplitsTheHashSpace(t *testing.T) {
+	m := shard.NewMember(cutLeases{}, fieldOwner)
+	m.Namespace, m.Name, m.RangeCount = "n", "x", 4
+	if err := m.Validate(); err != nil {
+		t.Errorf("Validate = %v", err)
+	}
+	if got := len(m.Holdings()); got != 4 {
+		t.Errorf("len(Holdings()) = %d, want 4", got)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -17,18 +18,19 @@ import (
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
-// The label keys v0.4.0 wrote, spelled out: they are what live clusters
-// hold, whatever the constants of this version say.
+// The label keys of v0.4.0's domain, spelled out: v0.4.0 wrote them alone,
+// and v0.5.x wrote them beside the keys of this version.
 const (
 	v040GroupLabel  = "shard.reconcilekit.dev/group"
 	v040MemberLabel = "shard.reconcilekit.dev/member"
+	v040Domain      = "shard.reconcilekit.dev/"
 )
 
-// v040Replica is a replica of v0.4.0 as the API server sees it: its member
-// Lease and the Leases of the ranges it holds, written as v0.4.0 wrote them
-// (labelled with v040GroupLabel and v040MemberLabel only) and renewed every
-// round until it dies.
-type v040Replica struct {
+// v05Replica is a replica of v0.5.x as the API server sees it: its member
+// Lease and the Leases of the ranges it holds, written as v0.5.x wrote them
+// (labelled with the keys of both domains: shard.GroupLabel and
+// shard.MemberLabel, and v0.4.0's) and renewed every round until it dies.
+type v05Replica struct {
 	g        *group
 	identity string
 	leases   []string
@@ -36,20 +38,20 @@ type v040Replica struct {
 	done     chan struct{}
 }
 
-// startV040Replica creates the Leases of a v0.4.0 replica identity of g's
+// startV05Replica creates the Leases of a v0.5.x replica identity of g's
 // group holding the ranges held (of testRanges), and renews them every
 // testRetry until stopped (or the test ends).
-func startV040Replica(t *testing.T, g *group, identity string, held ...int) *v040Replica {
+func startV05Replica(t *testing.T, g *group, identity string, held ...int) *v05Replica {
 	t.Helper()
-	r := &v040Replica{g: g, identity: identity, leases: []string{memberLeaseName(g.name, identity)}, done: make(chan struct{})}
+	r := &v05Replica{g: g, identity: identity, leases: []string{memberLeaseName(g.name, identity)}, done: make(chan struct{})}
 	for _, i := range held {
 		r.leases = append(r.leases, fmt.Sprintf("%s-%d-of-%d", g.name, i, testRanges))
 	}
 	now := metav1.NewMicroTime(time.Now())
 	for i, name := range r.leases {
-		labels := map[string]string{v040GroupLabel: g.name}
+		labels := map[string]string{shard.GroupLabel: g.name, v040GroupLabel: g.name}
 		if i == 0 {
-			labels[v040MemberLabel] = "true"
+			labels[shard.MemberLabel], labels[v040MemberLabel] = "true", "true"
 		}
 		l := &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: g.ns, Labels: labels},
@@ -71,7 +73,7 @@ func startV040Replica(t *testing.T, g *group, identity string, held ...int) *v04
 					continue
 				}
 				if ptr.Deref(l.Spec.HolderIdentity, "") != identity {
-					t.Errorf("Lease %s of the v0.4.0 replica %s now names %q: taken while it renewed it", name, identity, ptr.Deref(l.Spec.HolderIdentity, ""))
+					t.Errorf("Lease %s of the v0.5.x replica %s now names %q: taken while it renewed it", name, identity, ptr.Deref(l.Spec.HolderIdentity, ""))
 					continue
 				}
 				now := metav1.NewMicroTime(time.Now())
@@ -97,7 +99,7 @@ func memberLeaseName(group, identity string) string {
 }
 
 // kill stops renewing the replica's Leases, as a replica that died does.
-func (r *v040Replica) kill() {
+func (r *v05Replica) kill() {
 	r.stop()
 	<-r.done
 }
@@ -126,18 +128,18 @@ func (g *group) leasesBy(key string) map[string]coordinationv1.Lease {
 	return out
 }
 
-// TestAMemberUpgradesFromV040Leases upgrades live Leases: a replica of
-// v0.4.0 holds two of six ranges through Leases labelled only in the domain
-// reconcilekit.dev, and its member Lease says it is alive. A Member of this
-// version, started beside it (a rolling upgrade), counts it (two members:
-// a share of three), takes three of the four free ranges and none of the
-// old replica's, round after round; every Lease it writes carries the keys
-// of both domains, so that the old replica sees it too. Once the old
-// replica dies, the new Member takes over its expired Leases, which then
-// carry both keys, and holds all six ranges.
-func TestAMemberUpgradesFromV040Leases(t *testing.T) {
+// TestAMemberUpgradesFromV05Leases upgrades live Leases, as v1.0.0
+// promises: from v0.5.x, whose Leases carry the keys of both domains. A
+// replica of v0.5.x holds two of six ranges and its member Lease says it is
+// alive. A Member of this version, started beside it (a rolling upgrade),
+// counts it (two members: a share of three), takes three of the four free
+// ranges and none of the old replica's, round after round; every Lease it
+// writes carries this version's keys, which v0.5.x lists by too, and none
+// of v0.4.0's domain. Once the old replica dies, the new Member takes over
+// its expired Leases and holds all six ranges.
+func TestAMemberUpgradesFromV05Leases(t *testing.T) {
 	g := newGroup(t)
-	old := startV040Replica(t, g, "old", 0, 1)
+	old := startV05Replica(t, g, "old", 0, 1)
 	split, err := ranges.Split(testRanges)
 	if err != nil {
 		t.Fatal(err)
@@ -149,7 +151,7 @@ func TestAMemberUpgradesFromV040Leases(t *testing.T) {
 		h := r.m.Held()
 		for _, rg := range h {
 			if slices.Contains(oldRanges, rg) {
-				t.Fatalf("the new Member holds %s, a range the v0.4.0 replica holds and renews", rg)
+				t.Fatalf("the new Member holds %s, a range the v0.5.x replica holds and renews", rg)
 			}
 		}
 		return h, len(h) == 3
@@ -159,7 +161,7 @@ func TestAMemberUpgradesFromV040Leases(t *testing.T) {
 		return ok, nil
 	}); err != nil {
 		h, _ := held()
-		t.Fatalf("the new Member holds %s, want its share beside the v0.4.0 replica: 3 of the 4 free ranges", h)
+		t.Fatalf("the new Member holds %s, want its share beside the v0.5.x replica: 3 of the 4 free ranges", h)
 	}
 	// Two more rounds of the new Member (each renews its member Lease):
 	// its share stays three.
@@ -174,43 +176,48 @@ func TestAMemberUpgradesFromV040Leases(t *testing.T) {
 		t.Fatalf("the new Member's member Lease was renewed %d times, want 2 rounds", renewals)
 	}
 	if h, ok := held(); !ok {
-		t.Fatalf("two rounds later the new Member holds %s, want 3 ranges: it does not count the v0.4.0 replica", h)
+		t.Fatalf("two rounds later the new Member holds %s, want 3 ranges: it does not count the v0.5.x replica", h)
 	}
 
-	// What the new Member wrote carries both keys: a v0.4.0 replica, which
-	// lists by the old one, sees it.
-	oldKeyed := g.leasesBy(v040GroupLabel)
+	// What the new Member wrote carries this version's keys alone.
+	mine := 0
 	for name, l := range g.leasesBy(shard.GroupLabel) {
-		if l.Labels[shard.GroupLabel] != g.name || l.Labels[v040GroupLabel] != g.name {
-			t.Errorf("Lease %s: labels %v, want the group under both keys", name, l.Labels)
+		if slices.Contains(old.leases, name) {
+			continue
 		}
-		if _, ok := oldKeyed[name]; !ok {
-			t.Errorf("Lease %s is not listed by %s", name, v040GroupLabel)
+		mine++
+		if isMember := name == own; (l.Labels[shard.MemberLabel] == "true") != isMember {
+			t.Errorf("Lease %s: labels %v, want %s only on the member Lease", name, l.Labels, shard.MemberLabel)
 		}
-		if isMember := l.Labels[shard.MemberLabel] == "true"; isMember != (l.Labels[v040MemberLabel] == "true") {
-			t.Errorf("member Lease %s: labels %v, want the member label under both keys", name, l.Labels)
+		for k := range l.Labels {
+			if strings.HasPrefix(k, v040Domain) {
+				t.Errorf("Lease %s: labels %v, want none of v0.4.0's domain", name, l.Labels)
+			}
 		}
+	}
+	if mine != 4 {
+		t.Errorf("the new Member wrote %d Leases listed by %s, want 4: its member Lease and its 3 ranges'", mine, shard.GroupLabel)
 	}
 	// The old replica's Leases are its own: the new Member wrote none.
 	for _, name := range old.leases {
-		if l := g.lease(name); ptr.Deref(l.Spec.HolderIdentity, "") != "old" || l.Labels[shard.GroupLabel] != "" {
-			t.Errorf("Lease %s of the v0.4.0 replica: holder %q, labels %v; want it untouched", name, ptr.Deref(l.Spec.HolderIdentity, ""), l.Labels)
+		if l := g.lease(name); ptr.Deref(l.Spec.HolderIdentity, "") != "old" {
+			t.Errorf("Lease %s of the v0.5.x replica: holder %q; want it untouched", name, ptr.Deref(l.Spec.HolderIdentity, ""))
 		}
 	}
 
 	// The old replica dies: its Leases expire, and the new Member takes
-	// them over, both keys written.
+	// them over.
 	old.kill()
 	if err := wait.PollUntilContextTimeout(t.Context(), 20*time.Millisecond, settleLimit+2*testLease, true, func(context.Context) (bool, error) {
 		return len(r.m.Held()) == testRanges, nil
 	}); err != nil {
-		t.Fatalf("the new Member holds %s after the v0.4.0 replica died, want all %d ranges", r.m.Held(), testRanges)
+		t.Fatalf("the new Member holds %s after the v0.5.x replica died, want all %d ranges", r.m.Held(), testRanges)
 	}
 	for _, name := range old.leases[1:] {
 		l := g.lease(name)
-		if ptr.Deref(l.Spec.HolderIdentity, "") != "new" || l.Labels[shard.GroupLabel] != g.name || l.Labels[v040GroupLabel] != g.name {
-			t.Errorf("range Lease %s taken over: holder %q, labels %v; want the new Member, the group under both keys",
-				name, ptr.Deref(l.Spec.HolderIdentity, ""), l.Labels)
+		if ptr.Deref(l.Spec.HolderIdentity, "") != "new" || l.Labels[shard.GroupLabel] != g.name {
+			t.Errorf("range Lease %s taken over: holder %q, labels %v; want the new Member, the group under %s",
+				name, ptr.Deref(l.Spec.HolderIdentity, ""), l.Labels, shard.GroupLabel)
 		}
 	}
 }

@@ -130,40 +130,20 @@ func (d *CacheDelay) CacheOptions(base cache.Options) (cache.Options, error) {
 	if err := d.Validate(); err != nil {
 		return base, err
 	}
-	return d.wrap(base), nil
-}
-
-// WrapCacheOptions is [CacheDelay.CacheOptions] without the error: one
-// set wrong fails every list and watch instead.
-//
-// Deprecated: use CacheOptions(base), which returns the error of Validate.
-func (d *CacheDelay) WrapCacheOptions(opts cache.Options) cache.Options {
-	return d.wrap(opts)
-}
-
-// wrap returns opts with its NewInformer wrapped by ListerWatcher.
-func (d *CacheDelay) wrap(opts cache.Options) cache.Options {
-	next := opts.NewInformer
+	next := base.NewInformer
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer
 	}
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	base.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		return next(d.ListerWatcher(lw), obj, resync, indexers)
 	}
-	return opts
+	return base, nil
 }
 
 // ListerWatcher returns a ListerWatcher whose watches deliver their events
 // Delay late, in order, for informers built with client-go directly.
 func (d *CacheDelay) ListerWatcher(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
 	return &delayedListerWatcher{delay: d, inner: lw, lw: toolscache.ToListerWatcherWithContext(lw)}
-}
-
-// WrapListerWatcher is [CacheDelay.ListerWatcher].
-//
-// Deprecated: use ListerWatcher(lw), named as ranges.ListerWatcher is.
-func (d *CacheDelay) WrapListerWatcher(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
-	return d.ListerWatcher(lw)
 }
 
 // delayedListerWatcher lists as the ListerWatcher it wraps, and delays the

@@ -36,25 +36,12 @@ import (
 // ([Label]): a replica's cache lists and watches, by label selector, only
 // the children of the ranges it holds ([CacheOptions]).
 //
-// Through v0.5.x, [Label] writes the range under this key and under
-// shard.reconcilekit.dev/range, the key of v0.4.0, and a following cache
-// selects children by v0.4.0's key, which every child carries: those
-// labelled by v0.4.0 (with it alone) and those labelled since (with both).
-// From v1.0.0 caches select by this key: before upgrading to it, label
-// every existing child again with Label and patch it, or add this key to
-// the children that lack it.
+// A child labelled by v0.4.0 carries its range under
+// shard.reconcilekit.dev/range alone, which no cache selects by: v0.5.x
+// labelled children under both keys, and a child that lacks this one is
+// in no range until it gets it (label it again with Label and patch it,
+// or add the key by hand).
 const RangeLabel = "shard.reconcilekit.io/range"
-
-// LegacyRangeLabel is [RangeLabel] as v0.4.0 wrote it, in the domain
-// reconcilekit.dev: the key a following cache selects children by through
-// v0.5.x, and that [Label] writes beside RangeLabel.
-//
-// Deprecated: use RangeLabel. v1.0.0 neither writes nor reads this key.
-const LegacyRangeLabel = "shard.reconcilekit.dev/range"
-
-// selectLabel is the key children are selected and placed by: through
-// v0.5.x the legacy one, which every child carries.
-const selectLabel = LegacyRangeLabel
 
 // Holder is what a cache follows: the ranges one replica holds, as a
 // shard.Member holds them through Leases.
@@ -79,17 +66,14 @@ type Kinds struct {
 	// controller reconciles (its For).
 	Objects []client.Object
 	// Children are split by their owner's range, read from the range
-	// label (v0.4.0's key through v0.5.x, [RangeLabel] from v1.0.0):
-	// the kinds the controller creates and owns (its Owns), each labelled
+	// label ([RangeLabel]): the kinds the controller creates and owns (its Owns), each labelled
 	// with [Label] when it is created. A child without the label is in no
 	// range, and no replica caches it.
 	Children []client.Object
 }
 
 // Label sets [RangeLabel] on child to owner's range among h's ranges, so
-// that the replica holding owner's range caches child ([Kinds].Children);
-// through v0.5.x it sets v0.4.0's key, shard.reconcilekit.dev/range, to
-// the same value too.
+// that the replica holding owner's range caches child ([Kinds].Children).
 // Call it on each child before creating it, as controllerutil.
 // SetControllerReference. It changes nothing and returns an error when h
 // has no valid number of ranges or owner has no UID yet.
@@ -108,7 +92,6 @@ func Label(h Holder, owner, child client.Object) error {
 		l = map[string]string{}
 	}
 	l[RangeLabel] = rangeLabelValue(i, n)
-	l[LegacyRangeLabel] = rangeLabelValue(i, n)
 	child.SetLabels(l)
 	return nil
 }
@@ -266,7 +249,7 @@ func (s *followSpec) index(obj metav1.Object) int {
 		i, _ := ranges.Of(obj.(client.Object), n)
 		return i
 	}
-	v := obj.GetLabels()[selectLabel]
+	v := obj.GetLabels()[RangeLabel]
 	is, ns, ok := strings.Cut(v, "-of-")
 	i, err1 := strconv.Atoi(is)
 	nn, err2 := strconv.Atoi(ns)
@@ -292,7 +275,7 @@ func (s *followSpec) labelSelector(set []bool) string {
 	if len(vals) == 0 {
 		vals = []string{"none"} // no range: a value no child carries
 	}
-	sel := selectLabel + " in (" + strings.Join(vals, ",") + ")"
+	sel := RangeLabel + " in (" + strings.Join(vals, ",") + ")"
 	if s.extra != nil && !s.extra.Empty() {
 		sel = s.extra.String() + "," + sel
 	}
@@ -984,7 +967,7 @@ func (f *follower) leaving(removed []bool, rv string) []runtime.Object {
 		obj.SetResourceVersion(rv)
 		if f.child {
 			v := rangeLabelValue(o.i, len(f.ranges))
-			obj.SetLabels(map[string]string{RangeLabel: v, LegacyRangeLabel: v})
+			obj.SetLabels(map[string]string{RangeLabel: v})
 		}
 		out = append(out, gone)
 	}

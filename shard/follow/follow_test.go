@@ -174,7 +174,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	addWidgets("w", 60)
 	stray := []*corev1.ConfigMap{
 		{ObjectMeta: metav1.ObjectMeta{Name: "no-range", Namespace: ns, Labels: map[string]string{"app": "widgets"}}},
-		{ObjectMeta: metav1.ObjectMeta{Name: "no-app", Namespace: ns, Labels: map[string]string{follow.RangeLabel: "0-of-6", follow.LegacyRangeLabel: "0-of-6"}}},
+		{ObjectMeta: metav1.ObjectMeta{Name: "no-app", Namespace: ns, Labels: map[string]string{follow.RangeLabel: "0-of-6"}}},
 	}
 	for _, cm := range stray {
 		if err := c.Create(t.Context(), cm); err != nil {
@@ -346,10 +346,10 @@ func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	i, _ := ranges.Of(owner, 4)
-	// Both keys through v0.5.x: the followers of this version select by
-	// the legacy one, those of v1.0.0 will by RangeLabel.
+	// RangeLabel alone, the key followers select by; the child's other
+	// labels kept.
 	v := fmt.Sprintf("%d-of-4", i)
-	if want := map[string]string{"keep": "me", follow.RangeLabel: v, follow.LegacyRangeLabel: v}; !cmp.Equal(child.Labels, want) {
+	if want := map[string]string{"keep": "me", follow.RangeLabel: v}; !cmp.Equal(child.Labels, want) {
 		t.Errorf("labels after Label: %v; want %v", child.Labels, want)
 	}
 	if err := follow.Label(holding(0), owner, child); err == nil {

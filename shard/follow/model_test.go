@@ -347,7 +347,7 @@ func modelRun(t *testing.T, seed uint64, child, watchList bool) {
 			UID: types.UID(uuid.NewUUID())}, Data: map[string]string{"v": "0"}}
 		nextName++
 		if child {
-			cm.Labels = map[string]string{selectLabel: rangeLabelValue(rnd.IntN(n), n)}
+			cm.Labels = map[string]string{RangeLabel: rangeLabelValue(rnd.IntN(n), n)}
 		}
 		srv.write(watch.Added, cm)
 		step("create " + cm.Name)

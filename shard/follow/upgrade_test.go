@@ -20,18 +20,21 @@ import (
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
 )
 
-// v040RangeLabel is the key v0.4.0 labelled children with, spelled out: it
-// is what live clusters hold, whatever the constants of this version say.
+// v040RangeLabel is the key v0.4.0 labelled children with, spelled out:
+// v0.4.0 wrote it alone, v0.5.x beside follow.RangeLabel.
 const v040RangeLabel = "shard.reconcilekit.dev/range"
 
-// TestAFollowerCachesAChildLabelledByV040 upgrades live children: Widgets
-// whose ConfigMaps carry their range under v0.4.0's key only (as v0.4.0's
-// Label wrote it), and Widgets whose ConfigMaps this version's follow.Label
-// labelled (both keys). Two replicas of this version, their caches
-// following their Members' ranges, each cache exactly the ConfigMaps of
-// the Widgets of their ranges, of both kinds: no child written before the
-// upgrade is lost to its owner's replica.
-func TestAFollowerCachesAChildLabelledByV040(t *testing.T) {
+// TestAFollowerCachesAChildLabelledByV05 upgrades live children, as v1.0.0
+// promises: Widgets whose ConfigMaps carry their range under both keys (as
+// v0.5.x's Label wrote it), Widgets whose ConfigMaps this version's
+// follow.Label labelled (follow.RangeLabel alone), and Widgets whose
+// ConfigMaps carry it under v0.4.0's key alone (never labelled again since
+// v0.4.0). Two replicas of this version, their caches following their
+// Members' ranges, each cache exactly the ConfigMaps of the Widgets of
+// their ranges of the first two kinds: no child labelled by v0.5.x is lost
+// to its owner's replica; and no replica caches one of the third kind,
+// which v1.0.0 needs labelled again (docs/sharding.md).
+func TestAFollowerCachesAChildLabelledByV05(t *testing.T) {
 	e := env.Require(t)
 	c := e.Client(t)
 	cs, err := kubernetes.NewForConfig(e.Config)
@@ -42,18 +45,26 @@ func TestAFollowerCachesAChildLabelledByV040(t *testing.T) {
 	labeler := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
 	labeler.RangeCount = testRanges
 
-	widgets := shardtest.Create(t, c, ns, "w", 40, shardtest.NewWidget)
-	for i, w := range widgets {
+	all := shardtest.Create(t, c, ns, "w", 60, shardtest.NewWidget)
+	var widgets []client.Object // those whose ConfigMaps a replica caches
+	for i, w := range all {
 		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: w.GetName(), Namespace: ns}}
-		if i%2 == 0 {
-			// As v0.4.0 labelled it.
-			r, err := ranges.Of(w, testRanges)
-			if err != nil {
+		r, err := ranges.Of(w, testRanges)
+		if err != nil {
+			t.Fatal(err)
+		}
+		v := fmt.Sprintf("%d-of-%d", r, testRanges)
+		switch i % 3 {
+		case 0: // as v0.5.x labelled it
+			cm.Labels = map[string]string{follow.RangeLabel: v, v040RangeLabel: v}
+			widgets = append(widgets, w)
+		case 1: // as this version labels it
+			if err := follow.Label(labeler, w, cm); err != nil {
 				t.Fatal(err)
 			}
-			cm.Labels = map[string]string{v040RangeLabel: fmt.Sprintf("%d-of-%d", r, testRanges)}
-		} else if err := follow.Label(labeler, w, cm); err != nil {
-			t.Fatal(err)
+			widgets = append(widgets, w)
+		case 2: // as v0.4.0 labelled it, and nothing since
+			cm.Labels = map[string]string{v040RangeLabel: v}
 		}
 		if err := c.Create(t.Context(), cm); err != nil {
 			t.Fatal(err)
@@ -105,7 +116,7 @@ func TestAFollowerCachesAChildLabelledByV040(t *testing.T) {
 			return
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the caches do not hold the children of their ranges, labelled by v0.4.0 or since:\n%s", diffs)
+			t.Fatalf("the caches do not hold the children of their ranges labelled by v0.5.x or since, and only those:\n%s", diffs)
 		}
 	}
 }

@@ -124,7 +124,7 @@ type Options struct {
 	// Shard, when set, shares the Ats among the replicas that run the
 	// controller: this one reconciles only the Ats of the ranges the Member
 	// holds ([shard.Guard]), never acts on an At of a range it is giving
-	// up, and labels each Pod with its At's range ([shard.Member.Label]).
+	// up, and labels each Pod with its At's range ([follow.Label]).
 	// Add the Member to the manager too (mgr.Add), build the manager's
 	// cache with [CacheOptions] so that it holds only the Ats of those
 	// ranges and their Pods, and turn the manager's leader election off:

@@ -262,7 +262,8 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 		}
 		// Nothing doubled: one finalizer patch, one Pod create, two status
 		// patches (RUNNING, DONE), in that order, whichever replicas sent
-		// them as the At's range changed hands.
+		// them as the At's range changed hands; a write of unknown outcome
+		// may stand for one of them (see mayHaveWritten).
 		ws := slices.SortedFunc(slices.Values(byAt[name]), func(a, b write) int { return a.when.Compare(b.when) })
 		var kinds, writers []string
 		unknown := map[string]int{}
@@ -276,7 +277,14 @@ func TestThreeReplicasShareTheAtsAndWriteNothingTwice(t *testing.T) {
 				writers = append(writers, w.replica)
 			}
 		}
-		if want := []string{"patch", "create", "patch status", "patch status"}; !mayHaveWritten(kinds, unknown, want) {
+		want := []string{"patch", "create", "patch status", "patch status"}
+		if len(unknown) > 0 {
+			// A write whose answer was lost sends the At round again, and
+			// the next look may find its Pod finished already: RUNNING is
+			// then skipped, DONE written at once.
+			unknown["patch status"]++
+		}
+		if !mayHaveWritten(kinds, unknown, want) {
 			var failed []string
 			for _, w := range log.failed {
 				if strings.HasPrefix(w.at, name) {
