@@ -270,6 +270,14 @@ var owned = struct {
 
 const ownedMemoSize = 512
 
+func init() {
+	managedfields.CompiledLen = func() int {
+		owned.Lock()
+		defer owned.Unlock()
+		return len(owned.byKey)
+	}
+}
+
 // ownedFor returns what we own in the object (typed obj, or unstructured
 // content) under q, nil when nothing.
 func ownedFor(q *managedfields.Query, obj any, content map[string]any) *ownedNode {

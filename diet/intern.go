@@ -25,7 +25,8 @@ import (
 // of status.conditions (metav1.Condition, a typed condition of any struct
 // type with those string fields, or its unstructured form). Names, UIDs,
 // resourceVersions, annotation values and condition messages, which tend
-// to differ from one object to the next, are left as they are.
+// to differ from one object to the next, are left as they are, and so is
+// a label value that is a UID (a child labelled with its owner's UID).
 //
 // The transform keeps the values it met in a table of its own, at most
 // 4,096 of them: when the table is full it starts afresh (the strings
@@ -35,6 +36,7 @@ import (
 // runs one after [ManagedFields] on every cache it sets up.
 func Intern() toolscache.TransformFunc {
 	in := &interner{}
+	interners.Add(in)
 	return in.transform
 }
 
@@ -57,7 +59,7 @@ type interner struct {
 // intern returns the interner's copy of s, adding s when it has none.
 // Callers hold mu, or a lock of their own that guards the interner.
 func (in *interner) intern(s string) string {
-	if s == "" || len(s) > internMaxLen {
+	if s == "" || len(s) > internMaxLen || isUID(s) {
 		return s
 	}
 	if v, ok := in.values[s]; ok {
@@ -245,4 +247,25 @@ func (p *conditionsPlan) intern(v reflect.Value, in *interner) {
 			}
 		}
 	}
+}
+
+// isUID reports whether s has the form of a UID (8-4-4-4-12 hexadecimal
+// digits): a value that differs on every object, whose copy nobody shares.
+func isUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case i == 8 || i == 13 || i == 18 || i == 23:
+			if c != '-' {
+				return false
+			}
+		case '0' <= c && c <= '9', 'a' <= c && c <= 'f', 'A' <= c && c <= 'F':
+		default:
+			return false
+		}
+	}
+	return true
 }

@@ -30,3 +30,24 @@ func TestInternHoldsABoundedTable(t *testing.T) {
 		t.Errorf("a string of %d bytes was kept; at most %d are", len(long), internMaxLen)
 	}
 }
+
+// TestInternLeavesUIDsAlone: a label value that is a UID (a child
+// labelled with its owner's), which differs on every object, takes no room
+// in the table; a value that only looks alike does.
+func TestInternLeavesUIDsAlone(t *testing.T) {
+	in := &interner{}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	for i := range 100 {
+		in.intern(fmt.Sprintf("6f1c2d3e-4a5b-4c6d-8e9f-%012x", i))
+	}
+	if n := len(in.values); n != 0 {
+		t.Errorf("the table holds %d values after 100 UIDs, want 0", n)
+	}
+	for _, s := range []string{"6f1c2d3e-4a5b-4c6d-8e9f-00000000000g", "6f1c2d3e_4a5b-4c6d-8e9f-000000000000", "team-a"} {
+		in.intern(s)
+	}
+	if n := len(in.values); n != 3 {
+		t.Errorf("the table holds %d values after 3 that are not UIDs, want 3", n)
+	}
+}

@@ -80,7 +80,10 @@ func (e *HotLoopError) Reason() string { return ReasonHotLoop }
 // detector: the Threshold-th is not patched, nor is any drift of the object
 // for HoldOff; a Warning event (reason [ReasonHotLoop]) naming the fields is
 // recorded and one log line written per trip. Memory is bounded by
-// MaxObjects: the least recently seen object is forgotten first. A field
+// MaxObjects: the least recently seen object is forgotten first; and an
+// object is forgotten once it says nothing any more: its last drift more
+// than Window ago and its hold-off over (a deleted object, whose drifts
+// stop, is forgotten so within the larger of Window and HoldOff). A field
 // set below zero, or a Threshold of 1 (which would hold back every first
 // drift, so nothing would ever be written), is refused by
 // [HotLoopDetector.Validate].
@@ -105,6 +108,9 @@ type HotLoopDetector struct {
 	mu      sync.Mutex
 	entries map[string]*list.Element
 	lru     list.List // of *hotEntry, most recent first
+	// clock is the clock of the last drift reported (the detector's, or
+	// its Writer's): Len tells the time by it.
+	clock clock.PassiveClock
 }
 
 type hotEntry struct {
@@ -113,6 +119,38 @@ type hotEntry struct {
 	count       int
 	first       time.Time
 	until       time.Time
+	// last is when the object last drifted: the entry says nothing once
+	// last is more than Window ago and until has passed.
+	last time.Time
+}
+
+// Len returns how many objects the detector remembers now: those that
+// drifted within Window, or are held back.
+func (h *HotLoopDetector) Len() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.clock != nil {
+		h.expireLocked(h.clock.Now())
+	}
+	return len(h.entries)
+}
+
+// expireLocked forgets, from the least recently seen on, the objects
+// whose entries say nothing any more at now: no drift within Window (the
+// next starts a count of one, as for an object never seen) and no hold-off
+// left. h.mu is held.
+func (h *HotLoopDetector) expireLocked(now time.Time) {
+	window := orDefault(h.Window, defaultHotLoopWindow)
+	for el := h.lru.Back(); el != nil; el = h.lru.Back() {
+		e := el.Value.(*hotEntry)
+		if now.Sub(e.last) <= window || now.Before(e.until) {
+			// The least recently seen still counts; one seen later may
+			// be held off longer, but none is older.
+			return
+		}
+		delete(h.entries, e.key)
+		h.lru.Remove(el)
+	}
 }
 
 // ErrInvalidHotLoopDetector is matched (errors.Is) by the error of
@@ -161,15 +199,18 @@ func orDefault[T int | time.Duration](v, d T) T {
 	return v
 }
 
-// observe records one drift of the object at key at the time now and
-// reports whether to hold the write back, until when, and whether this
+// observe records one drift of the object at key at the time now, told by
+// clk, and reports whether to hold the write back, until when, and whether this
 // drift tripped it.
-func (h *HotLoopDetector) observe(key string, fingerprint uint64, now time.Time) (until time.Time, hold, tripped bool) {
+func (h *HotLoopDetector) observe(key string, fingerprint uint64, now time.Time, clk clock.PassiveClock) (until time.Time, hold, tripped bool) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
+	h.clock = clk
 	if h.entries == nil {
 		h.entries = map[string]*list.Element{}
+		detectors.Add(h)
 	}
+	h.expireLocked(now)
 	el, ok := h.entries[key]
 	if !ok {
 		for h.lru.Len() >= orDefault(h.MaxObjects, defaultHotLoopMaxObjects) {
@@ -182,11 +223,12 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64, now time.Time)
 	}
 	h.lru.MoveToFront(el)
 	e := el.Value.(*hotEntry)
+	e.last = now
 	if now.Before(e.until) {
 		return e.until, true, false
 	}
 	if !e.until.IsZero() {
-		*e = hotEntry{key: key}
+		*e = hotEntry{key: key, last: now}
 	}
 	if e.count > 0 && e.fingerprint == fingerprint && now.Sub(e.first) <= orDefault(h.Window, defaultHotLoopWindow) {
 		e.count++
@@ -214,8 +256,9 @@ func (w *Writer) checkHotLoop(ctx context.Context, live client.Object, cmpn comp
 		kind = gvk.GroupKind().String()
 	}
 	name := kind + " " + client.ObjectKeyFromObject(live).String()
-	now := h.clockOr(w.Clock).Now()
-	until, hold, tripped := h.observe(name, cmpn.Fingerprint(), now)
+	clk := h.clockOr(w.Clock)
+	now := clk.Now()
+	until, hold, tripped := h.observe(name, cmpn.Fingerprint(), now, clk)
 	if !hold {
 		return nil
 	}

@@ -11,12 +11,13 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 )
 
 // observe reports one drift to h at the time of its clock.
 func observe(h *HotLoopDetector, key string, fingerprint uint64) (now, until time.Time, hold, tripped bool) {
 	now = h.clockOr(nil).Now()
-	until, hold, tripped = h.observe(key, fingerprint, now)
+	until, hold, tripped = h.observe(key, fingerprint, now, h.clockOr(nil))
 	return now, until, hold, tripped
 }
 
@@ -194,5 +195,48 @@ func TestHotLoopDetectorValidate(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAHotLoopDetectorForgetsObjectsThatStopDrifting: an object whose
+// drifts stop (it was deleted, or it converged) is forgotten once its entry
+// says nothing any more, its last drift Window ago and its hold-off over,
+// so that the detector holds the objects that drift now, not every object
+// that ever drifted. One held back is remembered until its hold-off ends.
+func TestAHotLoopDetectorForgetsObjectsThatStopDrifting(t *testing.T) {
+	gauge := func() float64 { return metricstest.Settled(t, "reconcilekit_hot_loop_entries", nil) }
+	before := gauge()
+	clk := clocktesting.NewFakePassiveClock(time.Unix(1000, 0))
+	h := &HotLoopDetector{Threshold: 2, Window: time.Minute, HoldOff: 10 * time.Minute, Clock: clk}
+	for i := range 100 {
+		observe(h, fmt.Sprint("obj-", i), 1)
+	}
+	observe(h, "held", 1)
+	if _, _, hold, tripped := observe(h, "held", 1); !hold || !tripped {
+		t.Fatal("the second same drift within the window did not trip the detector")
+	}
+	if n := h.Len(); n != 101 {
+		t.Fatalf("Len = %d after 101 objects drifted, want 101", n)
+	}
+	if g := gauge() - before; g != 101 {
+		t.Errorf("the gauge counts %v objects, want 101", g)
+	}
+	clk.SetTime(clk.Now().Add(time.Minute + time.Second))
+	if n := h.Len(); n != 1 {
+		t.Errorf("Len = %d once the window passed, want 1 (the object held back)", n)
+	}
+	if _, _, hold, _ := observe(h, "held", 2); !hold {
+		t.Error("the object held back was forgotten during its hold-off")
+	}
+	clk.SetTime(clk.Now().Add(10 * time.Minute))
+	if n := h.Len(); n != 0 {
+		t.Errorf("Len = %d once the hold-off ended and the window passed, want 0", n)
+	}
+	if g := gauge() - before; g != 0 {
+		t.Errorf("the gauge counts %v objects once all are forgotten, want 0", g)
+	}
+	// A drift after that counts from one, as for a new object.
+	if _, _, hold, _ := observe(h, "held", 1); hold {
+		t.Error("a drift after the detector forgot the object was held back")
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/reconcilekit/reconcilekit/internal/live"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // The package's metrics, registered with controller-runtime's registry so
@@ -40,3 +43,47 @@ func observeEnsure(c client.Client, obj client.Object, out Outcome, err error) {
 	}
 	ensureTotal.WithLabelValues(kind, string(out.Operation)).Inc()
 }
+
+// detectors are the HotLoopDetectors that remember objects, found without
+// keeping them alive, for the gauge below.
+var detectors live.Set[HotLoopDetector]
+
+// hotLoopEntries is the gauge reconcilekit_hot_loop_entries: the objects
+// the HotLoopDetectors of the process remember, summed over them
+// (docs/memory.md, "Bounds").
+var hotLoopEntries = func() *hotLoopCollector {
+	c := &hotLoopCollector{desc: prometheus.NewDesc("reconcilekit_hot_loop_entries",
+		"Objects the drift.HotLoopDetectors of the process remember: those that drifted within Window or are held back, at most MaxObjects per detector.",
+		nil, nil)}
+	metrics.Registry.MustRegister(c)
+	return c
+}()
+
+type hotLoopCollector struct{ desc *prometheus.Desc }
+
+// Describe sends the gauge's description.
+func (c *hotLoopCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect sends the gauge's value.
+func (c *hotLoopCollector) Collect(ch chan<- prometheus.Metric) {
+	n := 0
+	detectors.Each(func(h *HotLoopDetector) { n += h.Len() })
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
+}
+
+// compareMemoEntries is the gauge reconcilekit_compare_memo_entries: the
+// compiled managedFields package compare keeps (docs/memory.md, "Bounds").
+// drift registers it, since compare imports no metrics library.
+var compareMemoEntries = func() prometheus.GaugeFunc {
+	g := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name: "reconcilekit_compare_memo_entries",
+		Help: "Compiled managedFields that package compare keeps, by their content, so that comparing an object whose managedFields did not change compiles nothing: at most 512, shared by the process.",
+	}, func() float64 {
+		if managedfields.CompiledLen == nil {
+			return 0
+		}
+		return float64(managedfields.CompiledLen())
+	})
+	metrics.Registry.MustRegister(g)
+	return g
+}()

@@ -114,6 +114,7 @@ func TestNoSecondChildFromALaggingCache(t *testing.T) {
 // no write is refused with a conflict; each transition is one event; the
 // object ends Ready.
 func TestALoopNeverActsOnItsOwnStaleWrites(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	for _, g := range []guard{guardFreshness, guardControllerRuntime} {
 		t.Run(string(g), func(t *testing.T) { testALoopNeverActsOnItsOwnStaleWrites(t, g) })
 	}

@@ -34,6 +34,11 @@ const (
 	DefaultMaxEntries = 50_000
 )
 
+// maxNamespaces bounds, per informer, how many namespaces a Tracker
+// remembers the last event of: past it, it starts afresh (a write is then
+// remembered until its own event instead of being known as delivered).
+const maxNamespaces = 4096
+
 // ErrStale is matched (errors.Is) by every [*StaleError].
 var ErrStale = errors.New("freshness: the cache has not caught up with this process's writes")
 
@@ -82,6 +87,15 @@ var ErrInvalidTracker = errors.New("freshness: invalid Tracker")
 // What it reads of a cached object: its resourceVersion and whether it is
 // there (metadata, which a cache diet keeps, of parts too). A guarded read
 // passes the caller's options on, client.UnsafeDisableDeepCopy included.
+//
+// What it remembers is bounded and forgotten (docs/memory.md, "Bounds";
+// the gauge reconcilekit_freshness_entries): a write until the informer
+// delivers it or a newer event of its namespace, until the object's
+// deletion is delivered (an informer that lost its watch, during an API
+// server outage, delivers it when it lists again), and at most TTL, at
+// most MaxEntries writes; the reads waiting, one entry per object waited
+// for; and per informer the newest event of each namespace, at most 4096
+// namespaces (past that it starts afresh).
 type Tracker struct {
 	// Informers are the cache's informers (the manager's mgr.GetCache()),
 	// whose events wake a read waiting for the cache. NewClient sets them
@@ -182,11 +196,32 @@ func (t *Tracker) valid() error {
 	return t.invalid
 }
 
-// Len returns how many writes the Tracker remembers now.
+// Len returns how many writes the Tracker remembers now, once those older
+// than TTL are forgotten.
 func (t *Tracker) Len() int {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.expireLocked()
 	return len(t.entries)
+}
+
+// sizes is what a Tracker holds, by map.
+type sizes struct{ writes, waiters, namespaces int }
+
+func (s sizes) plus(o sizes) sizes {
+	return sizes{s.writes + o.writes, s.waiters + o.waiters, s.namespaces + o.namespaces}
+}
+
+// sizes returns what t holds now, writes older than TTL forgotten.
+func (t *Tracker) sizes() sizes {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.expireLocked()
+	s := sizes{writes: len(t.entries), waiters: len(t.waiters)}
+	for _, byNS := range t.seen {
+		s.namespaces += len(byNS)
+	}
+	return s
 }
 
 // NewClient is a client.NewClientFunc for ctrl.Options.NewClient: it builds
@@ -295,6 +330,7 @@ func (t *Tracker) recordDelete(k key, obj metav1.Object) {
 func (t *Tracker) upsert(k key) *entry {
 	if t.entries == nil {
 		t.entries = map[key]*list.Element{}
+		trackers.Add(t)
 	}
 	if el, ok := t.entries[k]; ok {
 		t.order.MoveToFront(el)
@@ -607,6 +643,7 @@ func (t *Tracker) seeLocked(wk watchKey, ns, rv string) {
 	if byNS == nil {
 		if t.seen == nil {
 			t.seen = map[watchKey]map[string]string{}
+			trackers.Add(t)
 		}
 		byNS = map[string]string{}
 		t.seen[wk] = byNS
@@ -617,6 +654,12 @@ func (t *Tracker) seeLocked(wk watchKey, ns, rv string) {
 		}
 	} else if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
 		return
+	} else if len(byNS) >= maxNamespaces {
+		// Namespaces come and go, and nothing says when one is gone:
+		// start afresh rather than remember every namespace ever seen.
+		// What is forgotten only makes a write wait for its own event.
+		byNS = map[string]string{}
+		t.seen[wk] = byNS
 	}
 	byNS[ns] = rv
 	// Reads waiting in this namespace may now be satisfied.

@@ -3,6 +3,7 @@ package freshness_test
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -29,6 +30,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/freshness"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 )
 
 // laggingCache is a fake client whose reads play an informer cache that
@@ -872,4 +874,47 @@ func TestAnInvalidTrackerGuardsNothingAndSaysWhy(t *testing.T) {
 	if _, err := tracker.NewClient(&rest.Config{Host: "http://127.0.0.1:1"}, client.Options{}); !errors.Is(err, freshness.ErrInvalidTracker) {
 		t.Errorf("NewClient = %v, want ErrInvalidTracker", err)
 	}
+}
+
+// TestTheNamespacesATrackerRemembersAreBounded: the informer's progress is
+// remembered per namespace, and namespaces come and go without a word: a
+// process that sees events of 10,000 namespaces remembers at most 4,096,
+// as its gauge reconcilekit_freshness_entries{map="namespaces"} says, and
+// a write in a forgotten namespace is still remembered until its own
+// event (never taken for delivered).
+func TestTheNamespacesATrackerRemembersAreBounded(t *testing.T) {
+	gauge := func(m string) float64 {
+		return metricstest.Settled(t, "reconcilekit_freshness_entries", map[string]string{"map": m})
+	}
+	before := gauge("namespaces")
+	l := newLaggingCache()
+	tracker := &freshness.Tracker{Informers: informers{l: l}, MaxWait: -1}
+	api := &sequencedClient{}
+	c := tracker.Wrap(api)
+	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns-0", Name: "first"}, &corev1.ConfigMap{}); !apierrors.IsNotFound(err) {
+		t.Fatal(err)
+	}
+	most := 0.0
+	for i := range 10_000 {
+		cm := configMap("cm", "x")
+		cm.Namespace = fmt.Sprint("ns-", i)
+		cm.ResourceVersion = strconv.Itoa(i + 1)
+		l.fire(cm, false)
+		if i%1000 == 999 {
+			most = max(most, gauge("namespaces")-before)
+		}
+	}
+	if most > 4096 || most == 0 {
+		t.Errorf("the gauge counted at most %v namespaces of the Tracker, want between 1 and 4096", most)
+	}
+	// A write in a namespace whose events it forgot: remembered.
+	cm := configMap("late", "x")
+	cm.Namespace = "ns-1"
+	if err := c.Create(t.Context(), cm); err != nil {
+		t.Fatal(err)
+	}
+	if tracker.Len() != 1 || gauge("writes") < 1 {
+		t.Errorf("a write in a forgotten namespace: Len %d, gauge %v; want it remembered", tracker.Len(), gauge("writes"))
+	}
+	goruntime.KeepAlive(tracker)
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -104,8 +105,10 @@ func (e Events) String() string {
 // Loop is a [crreconcile.Reconciler] that runs the steps every reconciler of
 // objects of type T needs, around the one step that is the user's own:
 //
-//  1. Fetch the object; gone means done, with no error (and what it read
-//     through References is forgotten).
+//  1. Fetch the object; gone means done, with no error, and what the Loop
+//     remembers of it is forgotten: what it read through References, its
+//     failures in the Policy, and its events in a Recorder that forgets
+//     (recorder.Recorder).
 //  2. Being deleted: run the [finalizer.Registry] (cleanups in their fixed
 //     order, each finalizer removed when its cleanup succeeded), and stop.
 //  3. Suspended by its users ([suspend.Requested]: the annotation
@@ -163,7 +166,9 @@ func (e Events) String() string {
 // up to fail early.
 //
 // A Loop keeps no state of its own beyond its Policy (what it remembers of
-// each request's failures) and Freshness (this process's writes). A
+// each request's failures) and Freshness (this process's writes); both,
+// like References and the Recorder, forget an object once it is gone
+// (docs/memory.md, "Bounds"). A
 // reconciler whose struct others build, such as a kubebuilder test's
 // &MemcachedReconciler{Client: c, Scheme: s}, can build its Loop on each
 // call of its Reconcile method, with a requeue.Policy and a
@@ -386,7 +391,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	obj, read, err := l.fetch(ctx, req)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
-			l.References.Forget(req.NamespacedName)
+			l.forget(policy, req)
 			return ctrl.Result{}, nil
 		}
 		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()
@@ -428,6 +433,24 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	r.resume()
 	p, err := l.syncFunc(ctx, obj)
 	return r.finish(ctx, p, err, true)
+}
+
+// forgetter is a Recorder that forgets the events of a gone object
+// (recorder.Recorder).
+type forgetter interface {
+	Forget(types.NamespacedName)
+}
+
+// forget drops what the Loop's parts remember of a gone object: what it
+// read (References), its failures (the Policy) and its events (a Recorder
+// that forgets, such as a recorder.Recorder), so that memory follows the
+// objects that exist, whenever and however the object went.
+func (l *Loop[T]) forget(policy *requeue.Policy, req crreconcile.Request) {
+	l.References.Forget(req.NamespacedName)
+	policy.Forget(req)
+	if f, ok := l.Recorder.(forgetter); ok {
+		f.Forget(req.NamespacedName)
+	}
 }
 
 // fetch reads the request's object. It reads the cache's own object

@@ -352,6 +352,7 @@ func TestLoopWritesStatusAndFinalizersAsItsFieldOwner(t *testing.T) {
 // TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce drives the loop from
 // a real controller: a permanent error must not be retried.
 func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	c := env.Client(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,

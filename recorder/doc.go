@@ -62,12 +62,23 @@
 //
 // A Recorder keeps what a later write needs. For an event sent once: two
 // 64-bit hashes of its key (the first places it, the second tells apart
-// two keys whose first hashes collide) and its eventTime, 16 bytes; a
+// two keys whose first hashes collide), its eventTime and a hash of its
+// object's namespace and name (for [Recorder.Forget]), 24 bytes; a
 // repeat, about the same object, gives back its name and namespace. About
 // 48 bytes of live heap per event in the same benchmark, map included, 22
 // times less. For a series: also its namespace and name, count and
-// lastObservedTime, 48 bytes and the name. Entries are forgotten after
-// the window as client-go's are, and the maps given back after a burst.
+// lastObservedTime, 56 bytes and the name. Entries are forgotten after
+// the window as client-go's are, and the maps given back after a burst;
+// those about an object that is gone, as soon as [Recorder.Forget] says
+// so (a reconcile.Loop does when its object is not found).
+//
+// A repeat joins its series however often its object was written in
+// between: the key leaves out the objects' resourceVersions, which
+// client-go's holds (so that, with client-go, a failure reported on an
+// object's status at every retry is a new event at every retry). An error
+// repeated at every reconcile costs a create, the patch that makes it a
+// series, and a write of the count when the series ends and every 30
+// minutes while it goes on.
 // Two keys are merged only if both hashes collide, about once in 2^128
 // pairs; when the first alone collides, the event is sent on its own.
 //
@@ -107,6 +118,6 @@
 //bench:figure "10 MiB" [BenchmarkRetainedBytesPerEvent @ clientgo-B/event] × 10000
 //bench:figure "About 48 bytes" [BenchmarkRetainedBytesPerEvent @ recorder-B/event]
 //bench:figure "map included, 22" [BenchmarkRetainedBytesPerEvent @ clientgo/recorder]
-//bench:other "eventTime, 16 bytes"
-//bench:other "lastObservedTime, 48 bytes"
+//bench:other "(for [Recorder.Forget]), 24 bytes"
+//bench:other "lastObservedTime, 56 bytes"
 package recorder

@@ -117,6 +117,9 @@ type Recorder struct {
 	// sender of the first sends them after it, in order, so that the
 	// patch of a series never overtakes the create of its event.
 	inflight map[uint64][]*eventsv1.Event
+	// gone holds the objectHash of the objects Forget was given whose
+	// entries are still to be dropped (sweepLocked).
+	gone map[uint64]struct{}
 	// started: Start was called; stopped: it returned.
 	started, stopped bool
 	logger           logr.Logger
@@ -159,6 +162,7 @@ func New(c client.Client, fieldOwner string) *Recorder {
 		r.scheme = c.Scheme()
 	}
 	r.invalid = r.validate()
+	recorders.Add(r)
 	return r
 }
 

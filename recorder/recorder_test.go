@@ -308,7 +308,9 @@ func TestDistinctKeysStayApart(t *testing.T) {
 		{"regarding namespace", func(e ev) ev { e.regarding = other(func(p *corev1.Pod) { p.Namespace = "ns2" }); return e }, false},
 		{"regarding kind", func(e ev) ev { e.regarding = cm; return e }, false},
 		{"regarding uid", func(e ev) ev { e.regarding = other(func(p *corev1.Pod) { p.UID = "uid-2" }); return e }, false},
-		{"regarding resourceVersion", func(e ev) ev { e.regarding = other(func(p *corev1.Pod) { p.ResourceVersion = "8" }); return e }, false},
+		// Unlike client-go's: the object written since (a failure
+		// reported on its status at every retry) is the same object.
+		{"regarding resourceVersion", func(e ev) ev { e.regarding = other(func(p *corev1.Pod) { p.ResourceVersion = "8" }); return e }, true},
 		{"related added", func(e ev) ev { e.related = cm; return e }, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -991,5 +993,61 @@ func TestARepeatWaitsForTheCreateOfItsEvent(t *testing.T) {
 	want := []string{"create other", "create slow", "patch slow"}
 	if !slices.Equal(order, want) {
 		t.Errorf("sent %v, want %v", order, want)
+	}
+}
+
+// TestForgetDropsTheEventsOfAGoneObject: the entries of the events about
+// an object Forget is given go (at once when they are many, at Len
+// otherwise), whatever their kind; those of other objects stay; an event
+// about an object of the same name afterwards is created anew. The gauge
+// reconcilekit_recorder_entries counts them.
+func TestForgetDropsTheEventsOfAGoneObject(t *testing.T) {
+	gauge := func() float64 { return metricstest.Settled(t, "reconcilekit_recorder_entries", nil) }
+	before := gauge()
+	ctx := t.Context()
+	r, rec, fc := newTest(t)
+	for i := range 100 {
+		p := pod(fmt.Sprint("p-", i))
+		r.Eventf(p, nil, corev1.EventTypeNormal, "Synced", "Sync", "a")
+		if i < 10 {
+			// A repeat, after a write of the object: a series.
+			p.ResourceVersion = "8"
+			r.Eventf(p, nil, corev1.EventTypeNormal, "Synced", "Sync", "b")
+		}
+		drain(ctx, r)
+		fc.Step(time.Millisecond)
+	}
+	if n := r.Len(); n != 100 {
+		t.Fatalf("Len = %d after events on 100 objects, want 100", n)
+	}
+	if g := gauge() - before; g != 100 {
+		t.Errorf("the gauge counts %v entries, want 100", g)
+	}
+	for i := range 50 {
+		r.Forget(types.NamespacedName{Namespace: "ns", Name: fmt.Sprint("p-", i)})
+	}
+	r.mu.Lock()
+	pending := len(r.singles) + len(r.series)
+	r.mu.Unlock()
+	if pending >= 100 {
+		t.Errorf("%d entries after 50 objects were forgotten, before Len: none dropped at once", pending)
+	}
+	if n := r.Len(); n != 50 {
+		t.Errorf("Len = %d after forgetting 50 of 100 objects, want 50", n)
+	}
+	if g := gauge() - before; g != 50 {
+		t.Errorf("the gauge counts %v entries, want 50", g)
+	}
+	rec.take()
+	r.Eventf(pod("p-0"), nil, corev1.EventTypeNormal, "Synced", "Sync", "c")
+	r.Eventf(pod("p-60"), nil, corev1.EventTypeNormal, "Synced", "Sync", "c")
+	drain(ctx, r)
+	if got := verbs(rec.take()); len(got) != 2 || !strings.HasPrefix(got[0], "create ") || !strings.HasPrefix(got[1], "patch ") {
+		t.Errorf("events after Forget: %v, want a create (p-0 forgotten) and a patch (p-60's series)", got)
+	}
+	var nilRecorder *Recorder
+	nilRecorder.Forget(types.NamespacedName{Name: "x"})
+	if nilRecorder.Len() != 0 {
+		t.Error("a nil Recorder remembers something")
 	}
 }

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record/util"
 )
 
@@ -16,6 +17,13 @@ import (
 // type, action, reason, regarding and related object. client-go's key also
 // holds the reporting controller and instance, which are the same for
 // every event of a Recorder. It is only hashed, never kept.
+//
+// Unlike client-go's, it leaves out the objects' resourceVersions: the
+// reference client-go takes of an object carries its resourceVersion, so
+// that an event repeated after any write of its object (a failure
+// reported on the object's status, again and again) is a new event each
+// time, never a series. Without them, the same event about the same
+// object joins its series however often the object was written between.
 type key struct {
 	eventType, action, reason string
 	regarding, related        corev1.ObjectReference
@@ -23,14 +31,22 @@ type key struct {
 
 func keyOf(ev *eventsv1.Event) key {
 	k := key{eventType: ev.Type, action: ev.Action, reason: ev.Reason, regarding: ev.Regarding}
+	k.regarding.ResourceVersion = ""
 	if ev.Related != nil {
 		k.related = *ev.Related
+		k.related.ResourceVersion = ""
 	}
 	return k
 }
 
+// objectHash is the hash of the namespace and name of an event's regarding
+// object, by which [Recorder.Forget] finds its entries.
+func (r *Recorder) objectHash(namespace, name string) uint64 {
+	return maphash.Comparable(r.seed, types.NamespacedName{Namespace: namespace, Name: name})
+}
+
 // single is what a Recorder keeps of an event sent once within the
-// window, in place of client-go's copy of it: 16 bytes. A repeat, whose
+// window, in place of client-go's copy of it: 24 bytes. A repeat, whose
 // regarding object is the same (it is part of the key), gives the rest:
 // the namespace, and the name from the regarding object's name and the
 // eventTime.
@@ -41,15 +57,19 @@ type single struct {
 	// first is the event's eventTime in Unix nanoseconds, which its name
 	// ends with.
 	first int64
+	// obj is the objectHash of the regarding object.
+	obj uint64
 }
 
 // entry is what a Recorder keeps of a series, whose count is written
-// without an event at hand: 48 bytes and the event's namespace/name. An
+// without an event at hand: 56 bytes and the event's namespace/name. An
 // event sent once whose name client-go's GenerateEventName made a UUID
 // (the regarding object's name made an invalid one) is kept so too, with
 // a count of 1.
 type entry struct {
 	check uint64
+	// obj is the objectHash of the regarding object.
+	obj uint64
 	// ref is the namespace and name of the event on the server,
 	// "namespace/name".
 	ref string
@@ -98,6 +118,7 @@ func namedAfter(name, regarding string) bool {
 func (r *Recorder) record(ev *eventsv1.Event) {
 	k := keyOf(ev)
 	h, check := maphash.Comparable(r.seed, k), maphash.Comparable(r.check, k)
+	obj := r.objectHash(ev.Regarding.Namespace, ev.Regarding.Name)
 	now := ev.EventTime.UnixNano()
 
 	r.mu.Lock()
@@ -145,7 +166,7 @@ func (r *Recorder) record(ev *eventsv1.Event) {
 			return
 		}
 		delete(r.singles, h)
-		r.series[h] = entry{check: check, ref: ref, first: s.first, last: now, count: 2}
+		r.series[h] = entry{check: check, obj: obj, ref: ref, first: s.first, last: now, count: 2}
 		r.peakSeries = max(r.peakSeries, len(r.series))
 		return
 	}
@@ -154,12 +175,83 @@ func (r *Recorder) record(ev *eventsv1.Event) {
 		return
 	}
 	if named {
-		r.singles[h] = single{check: check, first: now}
+		r.singles[h] = single{check: check, first: now, obj: obj}
 		r.peakSingles = max(r.peakSingles, len(r.singles))
 		return
 	}
-	r.series[h] = entry{check: check, ref: ref, first: now, last: now, count: 1}
+	r.series[h] = entry{check: check, obj: obj, ref: ref, first: now, last: now, count: 1}
 	r.peakSeries = max(r.peakSeries, len(r.series))
+}
+
+// Forget forgets the events recorded about every object of that namespace
+// and name (of any kind): their entries, kept for a repeat to join its
+// series, go, and a series whose count was not written yet keeps the
+// count last written. Call it when the object is gone: a reconcile.Loop
+// does, when its object is not found. Events about it recorded later start
+// afresh. A nil Recorder forgets nothing.
+//
+// The entries go in batches: at once when they are many to forget, and in
+// any case at the next [Recorder.Len], scrape of the metric, or end of a
+// series round (every 6 minutes), whichever comes first.
+func (r *Recorder) Forget(regarding types.NamespacedName) {
+	if r == nil || r.queue == nil {
+		return
+	}
+	h := r.objectHash(regarding.Namespace, regarding.Name)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.gone == nil {
+		r.gone = map[uint64]struct{}{}
+	}
+	r.gone[h] = struct{}{}
+	if len(r.gone) >= max(forgetBatch, (len(r.singles)+len(r.series))/8) {
+		r.sweepLocked()
+	}
+}
+
+// forgetBatch is the fewest objects forgotten at once: a sweep looks at
+// every entry, so it waits until there is enough to forget (an eighth of
+// the entries, or this many).
+const forgetBatch = 16
+
+// sweepLocked drops the entries of the objects Forget was given. r.mu is
+// held.
+func (r *Recorder) sweepLocked() {
+	if len(r.gone) == 0 {
+		return
+	}
+	for h, s := range r.singles {
+		if _, ok := r.gone[s.obj]; ok {
+			delete(r.singles, h)
+		}
+	}
+	for h, e := range r.series {
+		if _, ok := r.gone[e.obj]; ok {
+			delete(r.series, h)
+		}
+	}
+	clear(r.gone)
+}
+
+// Len returns how many events the Recorder remembers now, to merge their
+// repeats into series: each for at most the finish period (6 minutes, as
+// client-go's) after its last occurrence, and those about a forgotten
+// object not at all.
+func (r *Recorder) Len() int {
+	s, series := r.sizes()
+	return s + series
+}
+
+// sizes returns how many events sent once and how many series the
+// Recorder remembers, once the forgotten objects' entries are gone.
+func (r *Recorder) sizes() (singles, series int) {
+	if r == nil {
+		return 0, 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sweepLocked()
+	return len(r.singles), len(r.series)
 }
 
 // rounds runs finishSeries every finish period and refreshSeries every
@@ -204,6 +296,7 @@ func (r *Recorder) finishSeries(ctx context.Context) {
 	cutoff := r.now().Add(-r.finish).UnixNano()
 	var ended []pending
 	r.mu.Lock()
+	r.sweepLocked()
 	for h, s := range r.singles {
 		if s.first < cutoff {
 			delete(r.singles, h)

@@ -66,6 +66,9 @@ func (b *Backoff) Next(req reconcile.Request) time.Duration {
 		limit = DefaultBackoffMaxKeys
 	}
 	b.mu.Lock()
+	if b.failures.len() == 0 {
+		backoffs.Add(b)
+	}
 	n := b.failures.getOrAdd(req, limit)
 	*n++
 	failures := *n

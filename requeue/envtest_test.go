@@ -19,6 +19,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/requeue"
 )
@@ -122,6 +123,7 @@ func createWidgets(t *testing.T, ns string, names ...string) {
 // While the transient one is retried five more times by the workqueue's
 // backoff, the permanent one is never reconciled again.
 func TestPolicyPermanentIsReconciledOnce(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	ns := env.Namespace(t)
 	var p requeue.Policy
 	c, rec := startController(t, ns, &p, func(_ context.Context, req reconcile.Request, _ int) (ctrl.Result, error) {

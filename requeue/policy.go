@@ -373,10 +373,43 @@ func (p *Policy) failingSince(req reconcile.Request) (time.Time, bool) {
 func (p *Policy) recordFailing(req reconcile.Request, first time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	if p.failing.len() == 0 {
+		policies.Add(p)
+	}
 	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultMaxTrackedRequests))
 	if since.IsZero() || first.Before(*since) {
 		*since = first
 	}
+}
+
+// Forget drops everything p remembers of req: its run of failures (for
+// ReportAfter), its conflicts in a row and its Backoff's count. A
+// reconcile that succeeds, or fails permanently, forgets them itself; call
+// Forget when the request's object is gone and no reconcile decides it
+// again (a reconcile.Loop does, when its object is not found). A nil
+// Policy forgets nothing.
+func (p *Policy) Forget(req reconcile.Request) {
+	if p == nil {
+		return
+	}
+	p.conflicts.Forget(req)
+	p.Backoff.Forget(req)
+	p.forgetFailing(req)
+}
+
+// Len returns how many entries p holds: the requests it remembers failing
+// plus those it remembers conflicting (its Backoff's, which [Backoff.Len]
+// counts, aside). Each is at most MaxTrackedRequests, and a request is
+// forgotten at its next success, at a permanent failure, or by
+// [Policy.Forget].
+func (p *Policy) Len() int {
+	if p == nil {
+		return 0
+	}
+	p.mu.Lock()
+	failing := p.failing.len()
+	p.mu.Unlock()
+	return failing + p.conflicts.Len()
 }
 
 func (p *Policy) forgetFailing(req reconcile.Request) {

@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/requeue"
 )
 
@@ -330,5 +331,44 @@ func TestPolicyDecideWithDecidesOnce(t *testing.T) {
 	var nilRecord requeue.Policy
 	if d := nilRecord.DecideWith(t.Context(), req("w"), requeue.After(time.Minute), nil, nil); d.Result.RequeueAfter != time.Minute {
 		t.Errorf("DecideWith without a record = %+v, want Decide's result", d.Result)
+	}
+}
+
+// TestPolicyForgetDropsEverythingItRemembersOfARequest: a request that
+// failed (a run of failures, a Backoff count) and conflicted (conflicts in
+// a row) is remembered until Forget, which a reconcile.Loop calls when the
+// object is gone; the gauge reconcilekit_requeue_entries counts what every
+// Policy and Backoff of the process remembers.
+func TestPolicyForgetDropsEverythingItRemembersOfARequest(t *testing.T) {
+	gauge := func(m string) float64 {
+		return metricstest.Settled(t, "reconcilekit_requeue_entries", map[string]string{"map": m})
+	}
+	failing0, backoff0 := gauge("failing"), gauge("backoff")
+	p := &requeue.Policy{Backoff: &requeue.Backoff{}, Observe: func(context.Context, requeue.Decision) {}}
+	flaky, conflict := errors.New("flaky"), apierrors.NewConflict(widgets, "w", errors.New("changed"))
+	for i := range 100 {
+		p.Decide(t.Context(), req(fmt.Sprint("failing-", i)), ctrl.Result{}, flaky)
+		p.Decide(t.Context(), req(fmt.Sprint("conflicting-", i)), ctrl.Result{}, conflict)
+	}
+	if n := p.Len(); n != 200 {
+		t.Errorf("Len = %d after 100 failing and 100 conflicting requests, want 200", n)
+	}
+	if f, b := gauge("failing")-failing0, gauge("backoff")-backoff0; f != 100 || b != 200 {
+		t.Errorf("the gauge counts %v failing and %v in backoff, want 100 and 200 (100 failures, 100 conflicts)", f, b)
+	}
+	for i := range 100 {
+		p.Forget(req(fmt.Sprint("failing-", i)))
+		p.Forget(req(fmt.Sprint("conflicting-", i)))
+	}
+	if n, b := p.Len(), p.Backoff.Len(); n != 0 || b != 0 {
+		t.Errorf("after Forget: Len %d, Backoff.Len %d; want 0 and 0", n, b)
+	}
+	if f, b := gauge("failing")-failing0, gauge("backoff")-backoff0; f != 0 || b != 0 {
+		t.Errorf("after Forget the gauge counts %v failing and %v in backoff, want 0 and 0", f, b)
+	}
+	var nilPolicy *requeue.Policy
+	nilPolicy.Forget(req("w")) // no panic
+	if nilPolicy.Len() != 0 {
+		t.Error("a nil Policy remembers something")
 	}
 }

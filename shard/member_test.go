@@ -26,6 +26,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/shard"
 	"github.com/reconcilekit/reconcilekit/shard/internal/shardtest"
 )
@@ -315,6 +316,7 @@ func objects(n int) []client.Object {
 // once they have expired; and no object is ever worked on by two replicas
 // at once.
 func TestMembersShareTheRangesAndNoObjectIsWorkedOnByTwoAtOnce(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	g := newGroup(t)
 	objs := objects(200)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -424,6 +426,7 @@ func TestARangeIsReleasedOnlyAfterItsWorkEnds(t *testing.T) {
 // first round that sees it free (with the member Lease deleted last, they
 // would wait a round more on a loaded machine).
 func TestAStoppingMemberIsCountedOutWhileItsRangesDrain(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	g := newGroup(t)
 	g.start("a")
 	b := g.start("b")

@@ -2,7 +2,6 @@ package status
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -11,8 +10,9 @@ import (
 
 // maxConditionMessage is the longest condition message, in bytes, that the
 // API server accepts (the limit declared on metav1.Condition).
-// [SetCondition] shortens longer messages to it, at a UTF-8 boundary, so that
-// one huge error cannot make every status write fail validation.
+// [SetCondition] shortens longer messages to it, at a UTF-8 boundary and
+// ending in [TruncatedMarker], so that one huge error cannot make every
+// status write fail validation.
 const maxConditionMessage = 32768
 
 // Getter is an object that exposes its status conditions.
@@ -90,9 +90,13 @@ func (o options) now() metav1.Time {
 // only when Status changes: to c.LastTransitionTime when set, otherwise to
 // the clock's now ([WithClock]). A change of Reason, Message or
 // ObservedGeneration alone keeps the previous LastTransitionTime. Times are
-// truncated to whole seconds, the precision the API server stores, and
-// messages longer than the API server accepts (32768 bytes) are shortened
-// at a UTF-8 boundary.
+// truncated to whole seconds, the precision the API server stores;
+// messages are made valid UTF-8 (each invalid sequence replaced by U+FFFD,
+// as the API server's JSON decoding would: what is set is what a read
+// returns, and setting it again changes nothing), and those longer than the
+// API server accepts (32768 bytes) are shortened at a UTF-8 boundary,
+// ending in [TruncatedMarker]. A [Writer] bounds the messages it sends
+// further (its MaxMessageBytes).
 //
 // A condition states what was observed of one generation of the object: when
 // c.ObservedGeneration is zero and obj has a metadata.generation (it is a
@@ -122,14 +126,7 @@ func SetCondition(obj Setter, c metav1.Condition, opts ...Option) (changed bool)
 }
 
 func truncateMessage(m string) string {
-	if len(m) <= maxConditionMessage {
-		return m
-	}
-	cut := maxConditionMessage
-	for cut > 0 && !utf8.RuneStart(m[cut]) {
-		cut--
-	}
-	return m[:cut]
+	return boundMessage(m, maxConditionMessage)
 }
 
 // FindCondition returns obj's condition of type t and whether there is one.

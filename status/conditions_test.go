@@ -131,13 +131,16 @@ func TestSetCondition(t *testing.T) {
 }
 
 func TestSetConditionTruncatesLongMessagesAtARuneBoundary(t *testing.T) {
-	// "é" is two bytes; placing it across the limit forces the cut before it.
-	msg := strings.Repeat("a", 32768-1) + "é" + "tail"
+	// The cut message ends in the marker, within 32,768 bytes. "é" is two
+	// bytes; placing it across the cut (the limit less the marker) forces
+	// the cut before it.
+	keep := 32768 - len(status.TruncatedMarker)
+	msg := strings.Repeat("a", keep-1) + "é" + "tail"
 	o := &conditionsOnly{}
 	status.SetCondition(o, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg})
 	got := o.c[0].Message
-	if want := strings.Repeat("a", 32768-1); got != want {
-		t.Errorf("message has %d bytes ending %q, want %d bytes of 'a'", len(got), got[len(got)-3:], len(want))
+	if want := strings.Repeat("a", keep-1) + status.TruncatedMarker; got != want {
+		t.Errorf("message has %d bytes ending %q, want %d bytes of 'a' and %q", len(got), got[len(got)-5:], keep-1, status.TruncatedMarker)
 	}
 	// Setting the same long message again is not a change.
 	if status.SetCondition(o, metav1.Condition{Type: "Ready", Status: metav1.ConditionFalse, Reason: "R", Message: msg}) {

@@ -3,6 +3,7 @@ package status_test
 import (
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ func FuzzSetCondition(f *testing.F) {
 		if got.Status != c.Status || got.Reason != c.Reason || got.ObservedGeneration != c.ObservedGeneration {
 			t.Errorf("set %+v, found %+v", c, got)
 		}
-		if len(msg) <= 32768 && got.Message != msg {
+		if utf8.ValidString(msg) && len(msg) <= 32768 && got.Message != msg {
 			t.Errorf("message = %q, want %q", got.Message, msg)
 		}
 		if ltt := got.LastTransitionTime.Time; !ltt.Equal(ltt.Truncate(time.Second)) {

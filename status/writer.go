@@ -90,6 +90,25 @@ type Writer struct {
 	// retry.DefaultRetry (k8s.io/client-go/util/retry): 5 patches, 10ms
 	// apart, with jitter. No field may be negative ([Writer.Validate]).
 	Retry wait.Backoff
+	// MaxMessageBytes bounds each condition message a write sends: a
+	// longer one is cut at a rune boundary and ends in [TruncatedMarker]
+	// (invalid UTF-8 is replaced, as the API server would). The object
+	// then holds what was sent, so setting the same long message again
+	// writes nothing. Zero means [DefaultMaxMessageBytes] (4096); negative
+	// is invalid.
+	MaxMessageBytes int
+	// MaxConditions bounds the conditions a write leaves on the object,
+	// Ready, Reconciling and Stalled aside: a write that would add more
+	// leaves out the newest of those it adds (logged), never a condition
+	// the object already holds. Zero means [DefaultMaxConditions] (32);
+	// negative is invalid.
+	MaxConditions int
+	// MaxBytes bounds the body of a write: a status patch larger than it
+	// once its conditions are bounded (the object's own status fields
+	// make it so) is not sent, and Write returns an error wrapping
+	// [ErrStatusTooLarge], classed permanent. Zero means
+	// [DefaultMaxBytes] (512 KiB); negative is invalid.
+	MaxBytes int
 }
 
 // NewWriter returns a Writer that writes status through c under the field
@@ -106,8 +125,8 @@ func NewWriter(c client.Client, fieldOwner string) *Writer {
 }
 
 // Validate reports a Writer that cannot write: no client, no field owner
-// (the error also wraps errors.ErrNoFieldOwner), or a negative field of
-// Retry. The error wraps [ErrInvalidWriter]. Every [Snapshot.Write] calls
+// (the error also wraps errors.ErrNoFieldOwner), a negative field of
+// Retry, or a negative bound (MaxMessageBytes, MaxConditions, MaxBytes). The error wraps [ErrInvalidWriter]. Every [Snapshot.Write] calls
 // it first and returns its error, classed permanent, without sending
 // anything; call it while setting up to fail early.
 func (w *Writer) Validate() error {
@@ -120,6 +139,9 @@ func (w *Writer) Validate() error {
 		return fmt.Errorf("%w: %w: build it with status.NewWriter(c, fieldOwner), fieldOwner the operator's own name, the same for all its writes", ErrInvalidWriter, errors.ErrNoFieldOwner)
 	case w.Retry.Steps < 0 || w.Retry.Duration < 0 || w.Retry.Factor < 0 || w.Retry.Jitter < 0 || w.Retry.Cap < 0:
 		return fmt.Errorf("%w: Retry has a negative field: %+v", ErrInvalidWriter, w.Retry)
+	case w.MaxMessageBytes < 0 || w.MaxConditions < 0 || w.MaxBytes < 0:
+		return fmt.Errorf("%w: a bound is negative (MaxMessageBytes %d, MaxConditions %d, MaxBytes %d); zero means its default",
+			ErrInvalidWriter, w.MaxMessageBytes, w.MaxConditions, w.MaxBytes)
 	}
 	return nil
 }
@@ -130,6 +152,8 @@ type Snapshot struct {
 	w      Writer
 	obj    client.Object
 	before client.Object
+	// ctx is the context of the write under way, for its log.
+	ctx context.Context
 }
 
 // Snapshot records a deep copy of obj so that a later [Snapshot.Write] can
@@ -187,6 +211,9 @@ func (w *Writer) Patch(ctx context.Context, obj client.Object, mutate func() err
 // snapshot, that is whether [Snapshot.Write] would send a request. It sends
 // none itself.
 func (s *Snapshot) Changed() (bool, error) {
+	if s != nil && s.ctx == nil {
+		s.ctx = context.Background()
+	}
 	e, _, _, err := s.pending()
 	return !e.empty(), err
 }
@@ -233,6 +260,9 @@ func (s *Snapshot) edits() (e edits, before, after map[string]any, err error) {
 	}
 	if after, err = statusOf(s.obj); err != nil {
 		return edits{}, nil, nil, err
+	}
+	if after != nil {
+		s.w.bound(s.ctx, before, after)
 	}
 	return diffEdits(before, after), before, after, nil
 }
@@ -415,6 +445,7 @@ func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
 		// shows on the first reconcile.
 		return false, s.wrap(errors.Permanent(err))
 	}
+	s.ctx = ctx
 	e, before, after, err := s.pending()
 	if err != nil || e.empty() {
 		return false, err
@@ -497,6 +528,9 @@ func (s *Snapshot) send(ctx context.Context, rv string, statusPatch map[string]a
 		"status":   statusPatch,
 	})
 	if err != nil {
+		return err
+	}
+	if err := s.w.checkSize(body); err != nil {
 		return err
 	}
 	out, err := newEmpty(s.obj)

@@ -25,6 +25,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/status"
 	"github.com/reconcilekit/reconcilekit/track"
@@ -102,6 +103,7 @@ func settled(t *testing.T, mgr *testenv.Manager, key client.ObjectKey) int {
 // resync: the Loop asks for none and the sync period is controller-runtime's
 // 10 hours); the figures are logged.
 func TestAReferrerFollowsItsSecret(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	t.Parallel()
 	ctx, ns := t.Context(), env.Namespace(t)
 	mgr, refs := widgetFollowingItsSecret(t, ns, 0)

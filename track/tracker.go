@@ -152,6 +152,18 @@ func (t *Tracker) Forget(referrer types.NamespacedName) {
 	delete(t.referrers, referrer)
 }
 
+// Len returns how many objects the Tracker holds as read by some referrer
+// (each with at most one copy): what it remembers, which the referrers'
+// reconciles bound and their deletion forgets (see [Tracker.Forget]).
+func (t *Tracker) Len() int {
+	if t == nil {
+		return 0
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return len(t.refs)
+}
+
 // Referrers returns, sorted, the referrers that read obj: its namespace and
 // name, and its kind (from the scheme, or from obj's apiVersion and kind
 // when set, as on a metadata-only or unstructured object).
@@ -206,6 +218,7 @@ func (t *Tracker) add(ref Reference, referrer types.NamespacedName) *referenced 
 	if t.refs == nil {
 		t.refs = map[Reference]*referenced{}
 		t.referrers = map[types.NamespacedName][]Reference{}
+		trackers.Add(t)
 	}
 	r := t.refs[ref]
 	if r == nil {

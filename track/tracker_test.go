@@ -23,6 +23,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/track"
 )
 
@@ -323,5 +324,42 @@ func TestGetRefusesANilObject(t *testing.T) {
 	}
 	if err := reads.Track(nil); err == nil {
 		t.Error("Track(nil): no error")
+	}
+}
+
+// TestWhatATrackerHoldsFollowsItsReferrers: a Tracker holds the objects its
+// referrers read, as Len and the gauge reconcilekit_track_entries say, and
+// nothing once every referrer is forgotten (deleted) or read nothing.
+func TestWhatATrackerHoldsFollowsItsReferrers(t *testing.T) {
+	gauge := func(m string) float64 {
+		return metricstest.Settled(t, "reconcilekit_track_entries", map[string]string{"map": m})
+	}
+	refs0, referrers0 := gauge("references"), gauge("referrers")
+	w := newFakeWorld(secret("refs", "a", "1"), secret("refs", "b", "2"))
+	tr := track.New(w.c, clientgoscheme.Scheme)
+	for i := range 10 {
+		read(t, tr, key("x", string(rune('a'+i))), "a", "b")
+	}
+	if n := tr.Len(); n != 2 {
+		t.Errorf("Len = %d with 10 referrers reading 2 Secrets, want 2", n)
+	}
+	if r, rr := gauge("references")-refs0, gauge("referrers")-referrers0; r != 2 || rr != 10 {
+		t.Errorf("the gauge counts %v references and %v referrers, want 2 and 10", r, rr)
+	}
+	for i := range 5 {
+		tr.Forget(key("x", string(rune('a'+i)))) // deleted
+	}
+	for i := 5; i < 10; i++ {
+		read(t, tr, key("x", string(rune('a'+i)))) // reads nothing any more
+	}
+	if n := tr.Len(); n != 0 {
+		t.Errorf("Len = %d once no referrer reads anything, want 0", n)
+	}
+	if r, rr := gauge("references")-refs0, gauge("referrers")-referrers0; r != 0 || rr != 0 {
+		t.Errorf("the gauge counts %v references and %v referrers, want 0 and 0", r, rr)
+	}
+	var nilTracker *track.Tracker
+	if nilTracker.Len() != 0 {
+		t.Error("a nil Tracker holds something")
 	}
 }

@@ -21,6 +21,12 @@ type KeyDefault struct {
 // list elements by the rules its comparison used.
 var KeyDefaultsOf func(compareOptions any) []KeyDefault
 
+// CompiledLen, set by package compare, returns how many compiled
+// managedFields its memo holds (at most 512, shared by the process): the
+// gauge reconcilekit_compare_memo_entries, which package drift registers
+// (compare imports no metrics library), reads it.
+var CompiledLen func() int
+
 // defaultOf returns the value the key field name defaults to, if a rule
 // says.
 func defaultOf(keys []KeyDefault, name string) (string, bool) {

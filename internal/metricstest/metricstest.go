@@ -4,7 +4,9 @@
 package metricstest
 
 import (
+	"runtime"
 	"testing"
+	"time"
 
 	dto "github.com/prometheus/client_model/go"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
@@ -48,4 +50,25 @@ func hasLabels(m *dto.Metric, want map[string]string) bool {
 		}
 	}
 	return true
+}
+
+// Settled is Value once the values other tests dropped are gone from it: a
+// gauge that sums over the live values of the process (the library's
+// entries gauges) still counts a value dropped by an earlier test until a
+// garbage collection has found it. It collects garbage and reads the
+// gauge until two reads agree, for at most 5 seconds.
+func Settled(t testing.TB, name string, want map[string]string) float64 {
+	t.Helper()
+	last := Value(t, name, want)
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(20 * time.Millisecond) // the cleanups run in a goroutine of their own
+		v := Value(t, name, want)
+		if v == last {
+			return v
+		}
+		last = v
+	}
+	return last
 }

@@ -29,6 +29,9 @@
 //     says a condition True against its child as stored just before it:
 //     "never Ready while the Deployment was not available at its
 //     generation", of every version, not only the last one read.
+//   - [CheckGoroutines] fails a test when a goroutine it started still
+//     runs code of the library (or of your own packages) after the test's
+//     cleanups: a manager stopped must leave nothing behind.
 //
 // Its subpackage testenv starts a real control plane (envtest) and runs a
 // controller under a manager whose requests and reconciles are all

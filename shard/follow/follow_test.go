@@ -24,6 +24,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
+	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 	"github.com/reconcilekit/reconcilekit/shard"
 	"github.com/reconcilekit/reconcilekit/shard/follow"
 	"github.com/reconcilekit/reconcilekit/shard/internal/shardtest"
@@ -112,6 +113,7 @@ func (a asServer) WatchWithContext(ctx context.Context, opts metav1.ListOptions)
 // may (diet.Intern does): the follower reads an object before the informer
 // has it, never after (go test -race).
 func TestCachesFollowTheRangesTheirMembersHold(t *testing.T) {
+	reconciletest.CheckGoroutines(t)
 	for _, tc := range []struct {
 		name      string
 		s         server

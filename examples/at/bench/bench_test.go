@@ -110,6 +110,11 @@ func BenchmarkAt(b *testing.B) {
 	var cmp comparison
 	for range b.N {
 		cmp = compare(b, benchPlan())
+		if pn := soakPlanOfFlags(); pn.enabled() {
+			b.Logf("soak: %d Ats per wave, %d waves or %s, outage %s", pn.n, pn.waves, pn.runFor, pn.outage)
+			res := soak(b, buildBinaries(b, true), pn)
+			cmp.soak = &res
+		}
 	}
 	for _, t := range cmp.trials {
 		for i, rd := range t.rounds {
@@ -122,6 +127,9 @@ func BenchmarkAt(b *testing.B) {
 	}
 	if cmp.sharded != nil {
 		fmt.Printf("\n%s", shardedSection(*cmp.sharded))
+	}
+	if cmp.soak != nil {
+		fmt.Printf("\n%s", soakSection(*cmp.soak))
 	}
 	if *reportPath == "" {
 		return
@@ -161,6 +169,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	}
 	if !pn.memory || pn.memoryRounds > 0 {
 		fmt.Fprintf(&r, " -at.memory=%v -at.memory.rounds=%d", pn.memory, pn.memoryRounds)
+	}
+	if cmp.soak != nil {
+		sp := cmp.soak.plan
+		fmt.Fprintf(&r, " -at.soak.n=%d -at.soak.waves=%d -at.soak.for=%s -at.soak.outage=%s", sp.n, sp.waves, sp.runFor, sp.outage)
 	}
 	if len(pn.only) > 0 {
 		var names []string
@@ -207,6 +219,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	if cmp.sharded != nil {
 		fmt.Fprintf(&r, "\n## The At sharded (issue 25)\n\n")
 		r.WriteString(shardedSection(*cmp.sharded))
+	}
+	if cmp.soak != nil {
+		fmt.Fprintf(&r, "\n%s\n\n", soakHeading)
+		r.WriteString(soakSection(*cmp.soak))
 	}
 	if len(diff) > 0 {
 		fmt.Fprintf(&r, "\n## The packages (compare, diet, drift, freshness, recorder, status)\n\n")

@@ -563,6 +563,8 @@ type comparison struct {
 	writeCosts []writeCost
 	// sharded is the sharded scenario, when measured.
 	sharded *shardedTrial
+	// soak is issue 50's soak, when run.
+	soak *soakResult
 }
 
 // writeCostRounds is how many times each kind of write is measured.

@@ -1,0 +1,41 @@
+package diet
+
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/reconcilekit/reconcilekit/internal/live"
+)
+
+// interners are the tables of the Intern transforms in use, found without
+// keeping them alive, for the gauge below.
+var interners live.Set[interner]
+
+// internEntries is the gauge reconcilekit_diet_intern_entries: the
+// distinct strings the Intern transforms of the process hold one copy of,
+// summed over them (docs/memory.md, "Bounds"). It is registered with
+// controller-runtime's registry, so the manager's /metrics serves it
+// (docs/metrics.md).
+var internEntries = func() *internCollector {
+	c := &internCollector{desc: prometheus.NewDesc("reconcilekit_diet_intern_entries",
+		"Distinct strings the diet.Intern transforms of the process keep one copy of: at most 4096 per transform (a full table starts afresh).",
+		nil, nil)}
+	metrics.Registry.MustRegister(c)
+	return c
+}()
+
+type internCollector struct{ desc *prometheus.Desc }
+
+// Describe sends the gauge's description.
+func (c *internCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
+
+// Collect sends the gauge's value.
+func (c *internCollector) Collect(ch chan<- prometheus.Metric) {
+	n := 0
+	interners.Each(func(in *interner) {
+		in.mu.Lock()
+		n += len(in.values)
+		in.mu.Unlock()
+	})
+	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
+}
