@@ -207,7 +207,7 @@ func create(ctx context.Context, c client.Client, fieldOwner string, cfg *config
 	// it (package tracing; nothing with tracing off).
 	tracing.Inject(ctx, obj)
 	if tracing.Recording(ctx) {
-		ctx = tracing.Operation(ctx, "drift.Ensure", driftWriteKey.String("create"))
+		ctx = tracing.Operation(ctx, "drift.Writer.Ensure", driftWriteKey.String("create"))
 	}
 	if err := c.Create(ctx, obj, client.FieldOwner(fieldOwner)); err != nil {
 		return Outcome{}, err
@@ -292,7 +292,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		return Outcome{}, err
 	}
 	if tracing.Recording(ctx) {
-		ctx = tracing.Operation(ctx, "drift.Ensure", driftWriteKey.String("patch"), driftPathsKey.StringSlice(cmpn.Paths))
+		ctx = tracing.Operation(ctx, "drift.Writer.Ensure", driftWriteKey.String("patch"), driftPathsKey.StringSlice(cmpn.Paths))
 	}
 	if err := c.Patch(ctx, merged, patch, client.FieldOwner(w.fieldOwner)); err != nil {
 		return Outcome{}, err

@@ -104,7 +104,7 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 	// The apply carries the reconcile's trace context (package tracing).
 	tracing.Inject(ctx, u)
 	if tracing.Recording(ctx) {
-		ctx = tracing.Operation(ctx, "drift.Ensure", driftWriteKey.String("apply"), driftPathsKey.StringSlice(cmpn.Paths))
+		ctx = tracing.Operation(ctx, "drift.Writer.Ensure", driftWriteKey.String("apply"), driftPathsKey.StringSlice(cmpn.Paths))
 	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(w.fieldOwner)}
 	if cfg.force {

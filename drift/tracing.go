@@ -5,7 +5,7 @@ import "go.opentelemetry.io/otel/attribute"
 // The attributes of the client span of a write of the Writer, within a
 // traced reconcile (package tracing: a manager built from tracing.Config,
 // a Loop with a Tracer). The write's reconcilekit.operation is
-// "drift.Ensure" ("drift.Replaces" for the managedFields patch of
+// "drift.Writer.Ensure" ("drift.Replaces" for the managedFields patch of
 // Replaces).
 const (
 	// driftWriteKey is what was written: "create", "patch", "apply", or

@@ -425,7 +425,7 @@ func (l *Loop[T]) reconcile(ctx context.Context, req crreconcile.Request, obj T,
 			return ctrl.Result{}, nil
 		}
 		r.begin(writer, read)
-		_, err := l.Finalizers.Finalize(tracing.Operation(ctx, "finalizer.Finalize"), l.finalizerWriter(), obj)
+		_, err := l.Finalizers.Finalize(tracing.Operation(ctx, "finalizer.Registry.Finalize"), l.finalizerWriter(), obj)
 		// A failed cleanup keeps its finalizer, so the object stays: say
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
@@ -434,7 +434,7 @@ func (l *Loop[T]) reconcile(ctx context.Context, req crreconcile.Request, obj T,
 		return r.suspended(ctx, writer, read, why)
 	}
 	if l.Finalizers != nil {
-		added, err := l.Finalizers.AddMissing(tracing.Operation(ctx, "finalizer.AddMissing"), l.finalizerWriter(), obj)
+		added, err := l.Finalizers.AddMissing(tracing.Operation(ctx, "finalizer.Registry.AddMissing"), l.finalizerWriter(), obj)
 		if added || obj.GetResourceVersion() != read.GetResourceVersion() {
 			// obj is now the server's answer to the patch, or what a
 			// retry after a conflict read: newer than read.
@@ -565,7 +565,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		// status is not worth a write. The next attempt decides.
 		return nil
 	}
-	written, werr := r.snap.Write(tracing.Operation(ctx, "status.Write"))
+	written, werr := r.snap.Write(tracing.Operation(ctx, "status.Snapshot.Write"))
 	if werr != nil {
 		log.FromContext(ctx).V(1).Info("status write failed", "error", werr)
 		return fmt.Errorf("write status: %w", werr)

@@ -31,7 +31,7 @@
 //     span_id.
 //   - Every request the reconcile sends to the API server is a client span
 //     beneath it ([Config]): Ensure's create, patch or apply (labelled
-//     drift.Ensure, with the paths that drifted), status writes, finalizer
+//     drift.Writer.Ensure, with the paths that drifted), status writes, finalizer
 //     patches, deletes, and the events it records (sent later, by package
 //     recorder, as children of the reconcile). Requests outside reconciles
 //     (Lease renewals of package shard and leader election) are spans of

@@ -176,8 +176,8 @@ func TestAReconcileIsASpanAndEachOfItsWritesAChild(t *testing.T) {
 			t.Errorf("write span %q is not a child of the reconcile span", s.Name())
 		}
 	}
-	if got := attr(writes[0], "reconcilekit.operation"); got != "drift.Ensure" {
-		t.Errorf("the ConfigMap's create is labelled %q, want drift.Ensure", got)
+	if got := attr(writes[0], "reconcilekit.operation"); got != "drift.Writer.Ensure" {
+		t.Errorf("the ConfigMap's create is labelled %q, want drift.Writer.Ensure", got)
 	}
 	var cm corev1.ConfigMap
 	if err := f.c.Get(t.Context(), types.NamespacedName{Namespace: f.ns, Name: "w-config"}, &cm); err != nil {

@@ -63,7 +63,7 @@ type operation struct {
 }
 
 // OperationKey is the attribute naming what sent a request: the library
-// call ("drift.Ensure", "status.Patch", ...), set by [Operation].
+// call ("drift.Writer.Ensure", "status.Snapshot.Write", ...), set by [Operation].
 const OperationKey = attribute.Key("reconcilekit.operation")
 
 // Operation returns ctx labelled so that the client spans of the API

@@ -38,6 +38,7 @@ var libraries = []string{
 	"health",
 	"track",
 	"recorder",
+	"tracing",
 	"shard/ranges",
 	"shard",
 	"shard/follow",
