@@ -7,4 +7,3 @@ import "os"
 func tracingWanted(endpoint string) bool {
 	return endpoint != "" || os.Getenv("OTEL_EXPORTER_OTLP_ENDPOINT") != "" || os.Getenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") != ""
 }
-
