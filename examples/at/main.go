@@ -54,6 +54,7 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/otlphttp"
 	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/shard"
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
@@ -143,8 +144,8 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 		"keep the caches to what the controller reads (package diet): of every object's managedFields the entries the library reads, "+
 			"of each Pod its metadata, phase and exit code (docs/memory.md); false caches every object whole")
 	flags.StringVar(&o.tracingEndpoint, "tracing-endpoint", "",
-		`trace reconciles and their writes (OpenTelemetry, docs/tracing.md) to this OTLP/HTTP collector URL, such as "http://localhost:4318"; `+
-			`empty: trace when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names one, else not at all`)
+		`trace reconciles and their writes (OpenTelemetry, docs/tracing.md) to the OTLP/HTTP collector at this base URL, such as "http://localhost:4318" `+
+			`(spans are posted to its /v1/traces); empty: trace when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names one, else not at all`)
 	o.zap.BindFlags(flags)
 	flags.Usage = func() {} // on errors too: the caller says what went wrong
 	if err := flags.Parse(args); err != nil {
@@ -187,6 +188,11 @@ func (o *options) validate() error {
 			errs = append(errs, fmt.Errorf(`%s %q: no port`, a.flag, a.value))
 		}
 	}
+	// The tracing variables too: a typo in one fails the start, not the
+	// first export.
+	if _, _, err := otlphttp.FromEnv(o.tracingEndpoint, os.Getenv); err != nil {
+		errs = append(errs, err)
+	}
 	if ns := o.leaderElectionNamespace; ns != "" {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace %q is not a namespace name: %s", ns, strings.Join(msgs, "; ")))
@@ -224,13 +230,11 @@ func run(ctx context.Context, o *options) error {
 	}
 
 	var tracer *tracing.Tracer
-	if !otlpBuiltIn && o.tracingEndpoint == "" && tracingWanted("") {
-		setupLog.Info("OTEL_EXPORTER_OTLP_ENDPOINT is set, but this binary was built without an OTLP exporter (-tags otlp): not tracing")
-	} else if tracingWanted(o.tracingEndpoint) {
-		tp, err := newTracerProvider(ctx, o.tracingEndpoint)
-		if err != nil {
-			return fmt.Errorf("tracing: %w", err)
-		}
+	tp, err := newTracerProvider(ctx, o.tracingEndpoint)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	if tp != nil {
 		defer func() {
 			// What is batched is sent, for a few seconds at most.
 			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -241,7 +245,6 @@ func run(ctx context.Context, o *options) error {
 		// traceparent header kube-apiserver follows.
 		cfg = tracing.Config(cfg, tp)
 		tracer = tracing.New(tp)
-		setupLog.Info("tracing on", "endpoint", o.tracingEndpoint)
 	}
 
 	scheme := runtime.NewScheme()

@@ -1,15 +1,19 @@
-// Package otlptest is test plumbing: an OTLP/gRPC trace receiver inside the
+// Package otlptest is test plumbing: an OTLP trace receiver inside the
 // test process, where a kube-apiserver started with
 // --tracing-config-file ([Receiver.APIServerFlags]) and the test's own
-// exporter send their spans, and the flat, comparable form of the spans
-// received.
+// exporter send their spans by gRPC, and an OTLP/HTTP exporter by
+// protobuf over HTTP (the Receiver is an http.Handler), and the flat,
+// comparable form of the spans received.
 package otlptest
 
 import (
+	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,6 +22,7 @@ import (
 	collectortrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	commonv1 "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
 )
 
 // Span is a span as a receiver got it.
@@ -25,7 +30,9 @@ type Span struct {
 	// Service is the resource's service.name ("apiserver" for
 	// kube-apiserver).
 	Service string
-	Name    string
+	// Scope is the instrumentation scope's name.
+	Scope string
+	Name  string
 	// TraceID, SpanID and ParentID are hex; ParentID is empty for a root.
 	TraceID, SpanID, ParentID string
 	Kind                      string
@@ -33,17 +40,28 @@ type Span struct {
 	Attributes                map[string]string
 	// Links are the trace and span IDs linked to, "trace/span".
 	Links []string
+	// Events are the events' names.
+	Events []string
+	// Status is the code's name ("STATUS_CODE_ERROR").
+	Status, StatusMessage string
 }
 
-// Receiver is an OTLP/gRPC trace receiver on a loopback port.
+// Receiver is an OTLP/gRPC trace receiver on a loopback port (Start), and
+// an OTLP/HTTP one wherever it is served as an http.Handler (its zero
+// value too).
 type Receiver struct {
 	collectortrace.UnimplementedTraceServiceServer
 	// Endpoint is host:port.
 	Endpoint string
 
-	srv   *grpc.Server
-	mu    sync.Mutex
-	spans []Span
+	// Status, when not 0, is what the HTTP handler answers instead of
+	// taking spans; set it with SetStatus once the receiver serves.
+	Status int
+
+	srv      *grpc.Server
+	mu       sync.Mutex
+	spans    []Span
+	requests []Request
 	// notify is closed and replaced on every export.
 	notify chan struct{}
 }
@@ -61,7 +79,11 @@ func Start() (*Receiver, error) {
 }
 
 // Stop stops it.
-func (r *Receiver) Stop() { r.srv.Stop() }
+func (r *Receiver) Stop() {
+	if r.srv != nil {
+		r.srv.Stop()
+	}
+}
 
 // Export receives spans.
 func (r *Receiver) Export(_ context.Context, req *collectortrace.ExportTraceServiceRequest) (*collectortrace.ExportTraceServiceResponse, error) {
@@ -71,11 +93,15 @@ func (r *Receiver) Export(_ context.Context, req *collectortrace.ExportTraceServ
 		for _, ss := range rs.GetScopeSpans() {
 			for _, s := range ss.GetSpans() {
 				sp := Span{
-					Service: service, Name: s.GetName(),
+					Service: service, Scope: ss.GetScope().GetName(), Name: s.GetName(),
 					TraceID: hex.EncodeToString(s.GetTraceId()), SpanID: hex.EncodeToString(s.GetSpanId()),
 					ParentID: hex.EncodeToString(s.GetParentSpanId()), Kind: s.GetKind().String(),
 					Start: time.Unix(0, int64(s.GetStartTimeUnixNano())), End: time.Unix(0, int64(s.GetEndTimeUnixNano())),
 					Attributes: attrs(s.GetAttributes()),
+					Status:     s.GetStatus().GetCode().String(), StatusMessage: s.GetStatus().GetMessage(),
+				}
+				for _, e := range s.GetEvents() {
+					sp.Events = append(sp.Events, e.GetName())
 				}
 				for _, l := range s.GetLinks() {
 					sp.Links = append(sp.Links, hex.EncodeToString(l.GetTraceId())+"/"+hex.EncodeToString(l.GetSpanId()))
@@ -86,10 +112,73 @@ func (r *Receiver) Export(_ context.Context, req *collectortrace.ExportTraceServ
 	}
 	r.mu.Lock()
 	r.spans = append(r.spans, got...)
-	close(r.notify)
+	if r.notify != nil {
+		close(r.notify)
+	}
 	r.notify = make(chan struct{})
 	r.mu.Unlock()
 	return &collectortrace.ExportTraceServiceResponse{}, nil
+}
+
+// Request is what the OTLP/HTTP handler saw of one request.
+type Request struct {
+	Method, Path, ContentType, ContentEncoding string
+	Header                                     http.Header
+}
+
+// ServeHTTP receives spans by OTLP/HTTP with protobuf: a POST of an
+// ExportTraceServiceRequest, gzipped or not, on any path. It answers
+// Status, when set, instead of taking the spans (a collector that
+// refuses); Requests records every request.
+func (r *Receiver) ServeHTTP(w http.ResponseWriter, req *http.Request) {
+	r.mu.Lock()
+	r.requests = append(r.requests, Request{Method: req.Method, Path: req.URL.Path,
+		ContentType: req.Header.Get("Content-Type"), ContentEncoding: req.Header.Get("Content-Encoding"), Header: req.Header.Clone()})
+	refuse := r.Status
+	r.mu.Unlock()
+	if refuse != 0 {
+		w.Header().Set("Retry-After", "1")
+		http.Error(w, http.StatusText(refuse), refuse)
+		return
+	}
+	var body io.Reader = req.Body
+	if req.Header.Get("Content-Encoding") == "gzip" {
+		zr, err := gzip.NewReader(req.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		body = zr
+	}
+	b, err := io.ReadAll(body)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	var m collectortrace.ExportTraceServiceRequest
+	if err := proto.Unmarshal(b, &m); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	_, _ = r.Export(req.Context(), &m)
+	resp, _ := proto.Marshal(&collectortrace.ExportTraceServiceResponse{})
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(resp)
+}
+
+// SetStatus makes the HTTP handler answer code to every request (0: take
+// the spans).
+func (r *Receiver) SetStatus(code int) {
+	r.mu.Lock()
+	r.Status = code
+	r.mu.Unlock()
+}
+
+// Requests returns what the HTTP handler saw of each request.
+func (r *Receiver) Requests() []Request {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([]Request(nil), r.requests...)
 }
 
 // Spans returns a copy of the spans received so far.
@@ -104,6 +193,9 @@ func (r *Receiver) Spans() []Span {
 func (r *Receiver) WaitFor(ctx context.Context, ok func([]Span) bool) ([]Span, error) {
 	for {
 		r.mu.Lock()
+		if r.notify == nil {
+			r.notify = make(chan struct{}) // a Receiver served only as an http.Handler
+		}
 		spans, notify := append([]Span(nil), r.spans...), r.notify
 		r.mu.Unlock()
 		if ok(spans) {
