@@ -9,6 +9,13 @@
 //	}
 //	r := &AtReconciler{Client: mgr.GetClient(), Recorder: rec}
 //
+// The name is the operator's field owner, the one its other writes carry:
+// every write of an event is sent under it (the field manager the API
+// server records in the event's managedFields), and it is the events'
+// reportingController. [Recorder.Validate] reports a Recorder that cannot
+// send (no client, a scheme without events.k8s.io/v1, an empty name), and
+// [Recorder.Start] returns its error, permanent.
+//
 // A [Recorder] is a client-go events.EventRecorder and a controller-runtime
 // recorder.EventRecorder (Eventf and AnnotatedEventf): it goes wherever
 // mgr.GetEventRecorder(name) went, reconcile.Loop's Recorder field
@@ -23,8 +30,8 @@
 //   - an event named after the regarding object, "<name>.<UnixNano in
 //     hex>" (a UUID when that is not a valid name), in the regarding
 //     object's namespace ("default" for a cluster-scoped one), with its
-//     eventTime, reportingController, reportingInstance (the controller,
-//     "-" and the host name), action, reason, type, regarding and related
+//     eventTime, reportingController (the name given to [New]),
+//     reportingInstance (the name, "-" and the host name), action, reason, type, regarding and related
 //     references (built from the client's scheme), note
 //     (fmt.Sprintf(note, args...), not truncated: the API server refuses
 //     a note over 1,024 characters, for both) and annotations. An event of

@@ -3,7 +3,6 @@ package recorder
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -17,6 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
@@ -99,14 +99,14 @@ func (r *Recorder) recordEvent(ctx context.Context, ev *eventsv1.Event, create b
 		}
 		target := &eventsv1.Event{}
 		target.Name, target.Namespace = ev.Name, ev.Namespace
-		err = r.c.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch))
+		err = r.c.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch), client.FieldOwner(r.fieldOwner))
 	}
 	if !isSeries || isKeyNotFound(err) {
 		if !create {
 			return true, false
 		}
 		ev.ResourceVersion = ""
-		err = r.c.Create(ctx, ev)
+		err = r.c.Create(ctx, ev, client.FieldOwner(r.fieldOwner))
 	}
 	if err == nil {
 		return false, false

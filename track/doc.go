@@ -45,9 +45,9 @@
 // # A referenced object that is missing
 //
 // [Reads.Get] returns a [*MissingError] naming the object, marked
-// errors.Permanent with reason [ReasonNotFound] when its kind is watched
-// ([Tracker.Enqueue]): retrying cannot make it appear, and its creation
-// wakes the referrer. So a reconcile.Loop, or a requeue.Policy, shows the
+// errors.Permanent with reason [ReasonReferenceNotFound] when its kind is
+// watched ([Tracker.Enqueue]): retrying cannot make it appear, and its
+// creation wakes the referrer. So a reconcile.Loop, or a requeue.Policy, shows the
 // referrer Stalled ("Secret \"team-a/creds\" not found") and does not retry
 // in a loop, and the reconcile that follows the object's creation makes it
 // Ready. The package errors still classes a plain NotFound transient: an

@@ -117,8 +117,8 @@ func TestAReferrerFollowsItsSecret(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 		cond, _ := status.FindCondition(w, status.TypeStalled)
-		if want := fmt.Sprintf("Secret %q not found", ns+"/creds"); cond.Reason != track.ReasonNotFound || cond.Message != want {
-			t.Errorf("%s: Stalled %s: %q; want %s: %q", step, cond.Reason, cond.Message, track.ReasonNotFound, want)
+		if want := fmt.Sprintf("Secret %q not found", ns+"/creds"); cond.Reason != track.ReasonReferenceNotFound || cond.Message != want {
+			t.Errorf("%s: Stalled %s: %q; want %s: %q", step, cond.Reason, cond.Message, track.ReasonReferenceNotFound, want)
 		}
 		// No retry while it is missing: a transient NotFound would have been
 		// retried about nine times in two seconds (5ms, doubling). Counted

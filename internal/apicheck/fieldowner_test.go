@@ -16,7 +16,6 @@ import (
 // its field manager in the call, with the reason each may. An entry whose
 // file no longer does fails the test: delete it then.
 var unmanagedWrites = map[string]string{
-	"recorder/send.go": "the wt-names branch (issue 47) sends the Recorder's event writes with client.FieldOwner of the name recorder.New takes; delete this entry when it lands",
 	"reconcile/reconciletest/testenv/controllers.go": "test plumbing: kwok's Node, the binder's Binding and a Pod's status, written as the kubelet and the scheduler would, not as an operator",
 	"reconcile/reconciletest/testenv/testenv.go":     "test plumbing: the namespace of a test, created by the admin client",
 	"shard/member.go": "the Lease writes go through m.Leases, which Start wraps so that every write carries the Member's field owner (fieldManaged); resourcelock's lock.Update writes through the same client",

@@ -18,7 +18,6 @@ import (
 // long-lived, fails the test: delete it then.
 var noValidate = map[string]string{
 	"reconciletest.FaultInjector": "a test helper with no exported field: NewFaultInjector returns the error of an option that cannot work (ErrInvalidFaultOption)",
-	"recorder.Recorder":           "added in wt-names (issue 47: Recorder.Validate reports a missing client, a scheme without events.k8s.io/v1, an empty name); delete this entry when it lands",
 }
 
 // longLived says why a type of a package is long-lived, or "": a

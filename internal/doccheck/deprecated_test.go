@@ -6,6 +6,7 @@ import (
 	"go/doc"
 	"go/parser"
 	"go/token"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -21,20 +22,8 @@ const module = "github.com/reconcilekit/reconcilekit"
 // oldSpellings are the deprecated names a source names on purpose, to say
 // what replaced them, each with the reason. An entry no source needs any
 // more fails the test: delete it then.
-var oldSpellings = map[string]map[string]string{
-	"docs/api.md": {
-		"drift.WithFieldOwner":             "names the old spelling of the required field owner",
-		"finalizer.WithFieldOwner":         "names the old spelling of the required field owner",
-		"ownership.CrossNamespaceError.Is": "says which Is methods still make an error terminal, and until when",
-		"ownership.ClusterScopedError.Is":  "says which Is methods still make an error terminal, and until when",
-	},
-	"go doc finalizer": {
-		"Add":             "the package doc says which spellings are deprecated",
-		"Remove":          "the package doc says which spellings are deprecated",
-		"Registry.AddAll": "the package doc says which spellings are deprecated",
-		"Registry.Run":    "the package doc says which spellings are deprecated",
-	},
-}
+// v1.0.0 has no deprecated name, so none is allowed.
+var oldSpellings = map[string]map[string]string{}
 
 // liveText is the documentation of d as text does, without the comments of
 // deprecated declarations: those may name other deprecated names, what
@@ -282,15 +271,88 @@ func TestDocsUseNoDeprecatedName(t *testing.T) {
 	}
 }
 
-// TestTheDeprecatedCheckFindsWhatItLooksFor proves the check is not blind:
-// in a sample text and a sample Example, the deprecated names of the real
-// packages are found, the allowed one and the names that replace them are
-// not.
-func TestTheDeprecatedCheckFindsWhatItLooksFor(t *testing.T) {
+// samplePackages writes a package of each name with the source given, in
+// a directory of its own, and loads it as the checks load ours.
+func samplePackages(t *testing.T, srcs map[string]string) map[string]names {
+	t.Helper()
 	apis := map[string]names{}
-	for _, name := range []string{"drift", "finalizer", "reconcile", "errors"} {
-		apis[name] = mustLoad(t, libraries[name])
+	for name, src := range srcs {
+		dir := filepath.Join(t.TempDir(), name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, name+".go"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := load(t, dir)
+		apis[name] = n
 	}
+	return apis
+}
+
+// TestTheDeprecatedCheckFindsWhatItLooksFor proves the check is not blind:
+// in a sample text and a sample Example, the deprecated names of sample
+// packages (v1.0.0's own have none) are found, the allowed one and the
+// names that replace them are not.
+func TestTheDeprecatedCheckFindsWhatItLooksFor(t *testing.T) {
+	apis := samplePackages(t, map[string]string{
+		"drift": `package drift
+
+// Writer writes.
+type Writer struct{}
+
+// Ensure ensures.
+func (w *Writer) Ensure() {}
+
+// NewWriter returns a Writer.
+func NewWriter() *Writer { return nil }
+
+// Ensure is Writer.Ensure.
+//
+// Deprecated: use NewWriter().Ensure.
+func Ensure() {}
+
+// WithFieldOwner names the field owner.
+//
+// Deprecated: pass it to NewWriter.
+func WithFieldOwner(string) {}
+`,
+		"finalizer": `package finalizer
+
+// Registry registers.
+type Registry struct{}
+
+// Finalize finalizes.
+func (r *Registry) Finalize() {}
+
+// Run is Finalize.
+//
+// Deprecated: use Finalize.
+func (r *Registry) Run() {}
+
+// Add adds.
+//
+// Deprecated: use a Writer.
+func Add() {}
+`,
+		"reconcile": `package reconcile
+
+// Loop loops.
+type Loop struct {
+	// Client is the client.
+	//
+	// Deprecated: pass it to New.
+	Client any
+}
+`,
+		"errors": `package errors
+
+// Is is the standard library's.
+//
+// Deprecated: a sample homonym.
+func Is() {}
+`,
+	})
 	if !apis["drift"].deprecated["Ensure"] || !apis["reconcile"].deprecated["Loop.Client"] || apis["drift"].deprecated["Writer.Ensure"] {
 		t.Fatalf("drift.Ensure, reconcile.Loop.Client deprecated, drift.Writer.Ensure not: the loader is broken (%v)", apis["drift"].deprecated)
 	}

@@ -379,12 +379,15 @@ func checkSource(src, txt string, apis map[string]names, exists func(pkg, name, 
 		for _, old := range gone[own] {
 			// A one-word name ("Conflict", "Result") is also an English
 			// word: only a doc link to it counts. A compound name
-			// ("MaxAttempts") counts wherever it appears.
+			// ("MaxAttempts") counts wherever it appears, but one that is
+			// still a member of a type of the package (drift.EnsureMutate,
+			// gone, was drift.Writer.EnsureMutate's forwarder): then only
+			// a doc link to it counts too.
 			// Not after a '.': "retry.DefaultRetry" is another package's.
 			pattern := `(?:^|[^.\w])` + regexp.QuoteMeta(old) + `\b`
 			if _, member, ok := strings.Cut(old, "."); ok && compound(member) {
 				pattern = `(?:^|[^.\w])(?:\w+\.)?` + regexp.QuoteMeta(member) + `\b` // "Writer.MaxAttempts" or "MaxAttempts"
-			} else if !compound(old) {
+			} else if !compound(old) || memberOfAType(apis[own], old) {
 				pattern = `\[` + regexp.QuoteMeta(old) + `\]`
 			}
 			if regexp.MustCompile(pattern).MatchString(txt) {
@@ -412,6 +415,17 @@ func compound(name string) bool {
 	return strings.ContainsAny(name[1:], "ABCDEFGHIJKLMNOPQRSTUVWXYZ.")
 }
 
+// memberOfAType reports whether name is a method or field of a type of the
+// package.
+func memberOfAType(n names, name string) bool {
+	for _, m := range n.members {
+		if m[name] {
+			return true
+		}
+	}
+	return false
+}
+
 // isType reports whether name is a type of the package (a member of a type
 // must exist; a member of a function's result cannot be checked here).
 func isType(n names, name string) bool {
@@ -423,8 +437,8 @@ func isType(n names, name string) bool {
 // reference and a removed name are found in a sample text.
 func TestTheCheckFindsWhatItLooksFor(t *testing.T) {
 	n, _ := load(t, filepath.Join(root, "drift"))
-	if n.has("Ensure", "") != true || n.has("NoSuchThing", "") {
-		t.Fatalf("drift's names are not what they are: Ensure %v, NoSuchThing %v", n.has("Ensure", ""), n.has("NoSuchThing", ""))
+	if n.has("NewWriter", "") != true || n.has("NoSuchThing", "") {
+		t.Fatalf("drift's names are not what they are: NewWriter %v, NoSuchThing %v", n.has("NewWriter", ""), n.has("NoSuchThing", ""))
 	}
 	sample := "call drift.Ensure, then drift.NoSuchThing, and reconcile.Loop.Validate"
 	var found []string
@@ -439,7 +453,7 @@ func TestTheCheckFindsWhatItLooksFor(t *testing.T) {
 	if !slices.Contains(gone["finalizer"], "Ensure") {
 		t.Errorf("CHANGELOG's finalizer.Ensure (renamed Add) is not among the removed names: %v", gone["finalizer"])
 	}
-	doc := "Call drift.NoSuchThing, then finalizer.Ensure; see [Registry.Run] and [Set]."
+	doc := "Call drift.NoSuchThing, then finalizer.Ensure; see [Registry.Finalize] and [Set]."
 	got := checkSource("go doc finalizer", doc, apis, exists, gone)
 	want := []string{
 		"go doc finalizer names drift.NoSuchThing, which does not exist",
@@ -450,6 +464,26 @@ func TestTheCheckFindsWhatItLooksFor(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("problems in a sample doc of finalizer (-want +got):\n%s", diff)
+	}
+
+	// A gone compound name that is still a method's (drift.EnsureMutate,
+	// drift.Writer.EnsureMutate) counts only as a doc link; one that is no
+	// member's counts wherever it appears.
+	goneDrift := map[string][]string{"drift": {"EnsureMutate", "DetectHotLoops"}}
+	for _, tt := range []struct{ doc, want string }{
+		{"a Writer's EnsureMutate", ""},
+		{"see [EnsureMutate]", "go doc drift still names EnsureMutate"},
+		{"or DetectHotLoops", "go doc drift still names DetectHotLoops"},
+	} {
+		var got []string
+		for _, p := range checkSource("go doc drift", tt.doc, apis, exists, goneDrift) {
+			if strings.Contains(p, "still names") {
+				got = append(got, strings.TrimSuffix(p, ", which CHANGELOG.md lists as removed or renamed"))
+			}
+		}
+		if want := slices.DeleteFunc([]string{tt.want}, func(s string) bool { return s == "" }); !slices.Equal(got, want) {
+			t.Errorf("%q: %v, want %v", tt.doc, got, want)
+		}
 	}
 }
 

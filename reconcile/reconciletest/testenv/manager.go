@@ -90,10 +90,10 @@ func (e *Env) NewManager(opts ManagerOptions) (*Manager, error) {
 		o.Cache.SyncPeriod = ptr.To(opts.SyncPeriod)
 	}
 	if opts.CacheDelay != nil {
-		if err := opts.CacheDelay.Validate(); err != nil {
+		var err error
+		if o.Cache, err = opts.CacheDelay.CacheOptions(o.Cache); err != nil {
 			return nil, fmt.Errorf("testenv: new manager: %w", err)
 		}
-		o.Cache = opts.CacheDelay.WrapCacheOptions(o.Cache)
 	}
 	if opts.LeaderElection {
 		o.LeaderElection = true
