@@ -374,10 +374,7 @@ var traceContextPath = fieldpath.MakePathOrDie("metadata", "annotations", traceC
 // withoutTraceContext returns s without the annotation: ours or not, it is
 // never ours to remove.
 func withoutTraceContext(s *fieldpath.Set) *fieldpath.Set {
-	if s == nil || !s.Has(traceContextPath) {
-		return s
-	}
-	return s.Difference(fieldpath.NewSet(traceContextPath))
+	return managedfields.Without(s, traceContextPath)
 }
 
 // hashJSON hashes decoded JSON, independently of map order. Other Go types
