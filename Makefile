@@ -107,7 +107,9 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # first size again with BENCH_UNRELATED Pods that no At owns and spread over
 # BENCH_SPREAD (one round each); BENCH_SHARDED Ats at one instant on the At
 # as one replica, then with --shards=6 as 3 replicas (one round; 0 skips
-# it); with the benchmarks of compare, diet, drift, freshness and status folded in. Prints
+# it); the first trial also runs the At tracing every reconcile into memory
+# against the At untraced (issue 49; -at.tracing=false leaves it out); with
+# the benchmarks of compare, diet, drift, freshness and status folded in. Prints
 # the tables and writes BENCHMARKS.md. Takes about 50 minutes on 2 cores
 # with the defaults (42 measured without the sharded scenario, which took 8
 # more at 10,000 Ats); not part of make test, which runs the same harness

@@ -362,10 +362,27 @@ func compileEntries(q *managedfields.Query, obj any, content map[string]any) *ow
 		}
 		return true
 	})
+	update, apply = withoutTraceContext(update), withoutTraceContext(apply)
 	if !broken && (update != nil || apply != nil) {
 		m.root = compile(update, apply, others)
 	}
 	return m
+}
+
+// traceContextAnnotation is the annotation of package tracing (KEP-5915's
+// tracing.k8s.io/traceparent): package drift writes it on the objects it
+// creates and patches within a traced reconcile, with a value new to each
+// write. It is never drift: neither a field we own that desired no longer
+// sets, nor an extra key of a map desired owns (Own).
+const traceContextAnnotation = "tracing.k8s.io/traceparent"
+
+// traceContextPath is where the annotation is in managedFields.
+var traceContextPath = fieldpath.MakePathOrDie("metadata", "annotations", traceContextAnnotation)
+
+// withoutTraceContext returns s without the annotation: ours or not, it is
+// never ours to remove.
+func withoutTraceContext(s *fieldpath.Set) *fieldpath.Set {
+	return managedfields.Without(s, traceContextPath)
 }
 
 // hashJSON hashes decoded JSON, independently of map order. Other Go types

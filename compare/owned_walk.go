@@ -136,6 +136,9 @@ func dropNative[M ~map[K]V, K ~string, V any](w *walker, d, a reflect.Value) boo
 func dropKeys[M ~map[K]V, K ~string, V any](w *walker, d, a M, owned bool, push func(string) int) bool {
 	eq := true
 	drop := func(k K, av V) (stop bool) {
+		if string(k) == traceContextAnnotation {
+			return false // never drift, even in a map desired owns
+		}
 		n := push(string(k))
 		// Through &av, so that a null value is present, not missing.
 		extra := !w.ignored() && w.differs(reflect.Value{}, reflect.ValueOf(&av).Elem())

@@ -19,6 +19,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/diet"
 	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/ownership"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 // Operation says what Ensure did. Its values complete the sentence
@@ -202,6 +203,12 @@ func create(ctx context.Context, c client.Client, fieldOwner string, cfg *config
 			return Outcome{}, err
 		}
 	}
+	// The object carries the trace context of the reconcile that creates
+	// it (package tracing; nothing with tracing off).
+	tracing.Inject(ctx, obj)
+	if tracing.Recording(ctx) {
+		ctx = tracing.Operation(ctx, "drift.Writer.Ensure", driftWriteKey.String("create"))
+	}
 	if err := c.Create(ctx, obj, client.FieldOwner(fieldOwner)); err != nil {
 		return Outcome{}, err
 	}
@@ -277,9 +284,15 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 			lock = true
 		}
 	}
+	// The patch carries the reconcile's trace context (package tracing):
+	// a write that happens anyway.
+	tracing.Inject(ctx, merged)
 	patch, err := patchFor(cfg, smp, live, merged, lock)
 	if err != nil {
 		return Outcome{}, err
+	}
+	if tracing.Recording(ctx) {
+		ctx = tracing.Operation(ctx, "drift.Writer.Ensure", driftWriteKey.String("patch"), driftPathsKey.StringSlice(cmpn.Paths))
 	}
 	if err := c.Patch(ctx, merged, patch, client.FieldOwner(w.fieldOwner)); err != nil {
 		return Outcome{}, err

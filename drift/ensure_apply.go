@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 func (w *Writer) ensureApplied(ctx context.Context, desired client.Object, opts []Option) (out Outcome, err error) {
@@ -100,6 +101,11 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 	u, err := body()
 	if err != nil {
 		return Outcome{}, nil, err
+	}
+	// The apply carries the reconcile's trace context (package tracing).
+	tracing.Inject(ctx, u)
+	if tracing.Recording(ctx) {
+		ctx = tracing.Operation(ctx, "drift.Writer.Ensure", driftWriteKey.String("apply"), driftPathsKey.StringSlice(cmpn.Paths))
 	}
 	applyOpts := []client.ApplyOption{client.FieldOwner(w.fieldOwner)}
 	if cfg.force {

@@ -16,6 +16,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/compare"
 	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 	"github.com/reconcilekit/reconcilekit/ownership"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 // Taking over the fields of replaced field managers (the rule is on
@@ -220,6 +221,9 @@ func (t *takeover) patchManagedFields(ctx context.Context, c client.Client, live
 		return err
 	}
 	obj := live.DeepCopyObject().(client.Object)
+	if tracing.Recording(ctx) {
+		ctx = tracing.Operation(ctx, "drift.Replaces", driftWriteKey.String("managedFields"))
+	}
 	if err := c.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, body), client.FieldOwner(t.owner)); err != nil {
 		return fmt.Errorf("drift: taking over the fields of %q in %s: %w", t.managers, describe(live), err)
 	}

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -13,6 +14,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/reconcilekit/reconcilekit/tracing"
+)
+
+// The attributes of the span of a read's wait for the cache.
+const (
+	// waitOutcomeKey is how the wait ended: "caught_up" or "gave_up", as
+	// the metric reconcilekit_stale_reads_total counts it.
+	waitOutcomeKey = attribute.Key("reconcilekit.freshness.outcome")
+	// waitObjectKey is the object read: "Kind namespace/name".
+	waitObjectKey = attribute.Key("reconcilekit.freshness.object")
 )
 
 // guarded is a client whose writes a Tracker remembers and whose reads wait
@@ -70,7 +82,16 @@ func (g *guarded) await(ctx context.Context, tk key, obj client.Object, read fun
 	// the real clock.
 	start := clock.RealClock{}.Now()
 	outcome := "gave_up"
-	defer func() { staleReadsTotal.WithLabelValues(outcome).Inc() }()
+	// The wait is a span of the traced reconcile it holds up (package
+	// tracing); nothing with tracing off.
+	span := tracing.Wait(ctx, "cache")
+	defer func() {
+		staleReadsTotal.WithLabelValues(outcome).Inc()
+		if span.IsRecording() {
+			span.SetAttributes(waitOutcomeKey.String(outcome), waitObjectKey.String(tk.gvk.Kind+" "+tk.namespace+"/"+tk.name))
+		}
+		span.End()
+	}()
 	wait := g.t.maxWait()
 	timer := time.NewTimer(wait)
 	defer timer.Stop()

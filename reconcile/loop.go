@@ -25,6 +25,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/requeue"
 	"github.com/reconcilekit/reconcilekit/status"
 	"github.com/reconcilekit/reconcilekit/suspend"
+	"github.com/reconcilekit/reconcilekit/tracing"
 	"github.com/reconcilekit/reconcilekit/track"
 )
 
@@ -228,6 +229,13 @@ type Loop[T Object] struct {
 	// Sync opens and closes its own record (References.For(key), then
 	// Done). Nil: nothing to forget.
 	References *track.Tracker
+	// Tracer traces each reconcile (package tracing): a span carrying the
+	// object and the decision, the parent of the spans of the reconcile's
+	// writes and waits, in the trace of the object's current edit. Build
+	// the manager from tracing.Config too, for the spans of the writes.
+	// Nil, or a Tracer without a TracerProvider, traces nothing and costs
+	// nothing.
+	Tracer *tracing.Tracer
 
 	// base reads the object and writes finalizers and status: the client
 	// given to New.
@@ -384,11 +392,19 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if l.invalid != nil {
 		return ctrl.Result{}, l.invalid
 	}
+	if l.Tracer.Enabled() {
+		return l.reconcileTraced(ctx, req)
+	}
+	obj, read, err := l.fetch(ctx, req)
+	return l.reconcile(ctx, req, obj, read, err)
+}
+
+// reconcile runs the loop for one object, fetched (obj, read) or not (err).
+func (l *Loop[T]) reconcile(ctx context.Context, req crreconcile.Request, obj T, read client.Object, err error) (ctrl.Result, error) {
 	policy := l.Policy
 	if policy == nil {
 		policy = &l.defaultPolicy
 	}
-	obj, read, err := l.fetch(ctx, req)
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			l.forget(policy, req)
@@ -406,7 +422,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 			return ctrl.Result{}, nil
 		}
 		r.begin(writer, read)
-		_, err := l.Finalizers.Finalize(ctx, l.finalizerWriter(), obj)
+		_, err := l.Finalizers.Finalize(tracing.Operation(ctx, "finalizer.Registry.Finalize"), l.finalizerWriter(), obj)
 		// A failed cleanup keeps its finalizer, so the object stays: say
 		// why on its conditions, once, not on every retry.
 		return r.finish(ctx, Progress{}, errors.WithReason(err, ReasonCleanupFailed), false)
@@ -415,7 +431,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		return r.suspended(ctx, writer, read, why)
 	}
 	if l.Finalizers != nil {
-		added, err := l.Finalizers.AddMissing(ctx, l.finalizerWriter(), obj)
+		added, err := l.Finalizers.AddMissing(tracing.Operation(ctx, "finalizer.Registry.AddMissing"), l.finalizerWriter(), obj)
 		if added || obj.GetResourceVersion() != read.GetResourceVersion() {
 			// obj is now the server's answer to the patch, or what a
 			// retry after a conflict read: newer than read.
@@ -519,6 +535,7 @@ func (r *run[T]) finish(ctx context.Context, p Progress, err error, synced bool)
 	d := r.policy.DecideWith(ctx, r.req, p.Requeue, err, func(d requeue.Decision) error {
 		return r.record(ctx, d, p, synced)
 	})
+	recordDecision(ctx, d, p, synced)
 	res, rerr := d.Return()
 	if rerr == nil && d.Class == errors.ClassNone && res == p.Requeue && res.RequeueAfter > 0 {
 		res.RequeueAfter = max(res.RequeueAfter-clk.Since(decided), requeue.MinDelay)
@@ -563,13 +580,13 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		// status is not worth a write. The next attempt decides.
 		return nil
 	}
-	written, werr := r.snap.Write(ctx)
+	written, werr := r.snap.Write(tracing.Operation(ctx, "status.Snapshot.Write"))
 	if werr != nil {
 		log.FromContext(ctx).V(1).Info("status write failed", "error", werr)
 		return fmt.Errorf("write status: %w", werr)
 	}
 	if after := summarize(r.obj); written && after != r.before {
-		r.l.recordTransition(r.obj, r.before, after, err != nil)
+		r.l.recordTransition(ctx, r.obj, r.before, after, err != nil)
 	}
 	return nil
 }
@@ -622,7 +639,7 @@ func summarize(obj status.Getter) summary {
 
 // recordTransition records the event of a change of the summary from
 // before to s, if l.Events asks for one.
-func (l *Loop[T]) recordTransition(obj T, before, s summary, failed bool) {
+func (l *Loop[T]) recordTransition(ctx context.Context, obj T, before, s summary, failed bool) {
 	if l.Recorder == nil || s.typ == "" {
 		return
 	}
@@ -645,6 +662,12 @@ func (l *Loop[T]) recordTransition(obj T, before, s summary, failed bool) {
 	if reason == "" {
 		reason = s.typ
 	}
-	l.Recorder.Eventf(obj, nil, eventType, reason, s.typ, "%s", note)
+	if a, ok := annotatedRecorder(ctx, l.Recorder); ok {
+		// The event carries the reconcile's trace context: its write is
+		// a span of this reconcile's trace (package recorder).
+		a.AnnotatedEventf(obj, nil, traceAnnotations(ctx), eventType, reason, s.typ, "%s", note)
+	} else {
+		l.Recorder.Eventf(obj, nil, eventType, reason, s.typ, "%s", note)
+	}
 	eventsTotal.WithLabelValues(eventType).Inc()
 }

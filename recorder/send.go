@@ -17,6 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 // send sends the queued events, one at a time, until ctx is done.
@@ -78,6 +79,10 @@ func (r *Recorder) attemptRecording(ctx context.Context, ev *eventsv1.Event) {
 // meanwhile; never after the API server refused the request otherwise.
 func (r *Recorder) recordEvent(ctx context.Context, ev *eventsv1.Event, create bool) (notFound, retry bool) {
 	logger := log.FromContext(ctx)
+	// An event recorded in a traced reconcile carries its trace context
+	// (tracing.Annotation): its writes are spans of that reconcile, sent
+	// later (nothing with tracing off).
+	ctx = tracing.Extract(ctx, ev)
 	if r.Fence != nil && ev.Regarding.UID != "" {
 		if err := r.Fence(regardingObject(ev.Regarding)); err != nil {
 			logger.V(1).Info("Fenced: not writing the event", "event", klogEvent(ev), "reason", err.Error())

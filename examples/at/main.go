@@ -54,9 +54,11 @@ import (
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/otlphttp"
 	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/shard"
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 // leaderElectionID names the Lease the replicas compete for.
@@ -79,6 +81,7 @@ type options struct {
 	readYourWrites          string
 	shards                  int
 	cacheDiet               bool
+	tracingEndpoint         string
 	zap                     zap.Options
 }
 
@@ -140,6 +143,9 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	flags.BoolVar(&o.cacheDiet, "cache-diet", true,
 		"keep the caches to what the controller reads (package diet): of every object's managedFields the entries the library reads, "+
 			"of each Pod its metadata, phase and exit code (docs/memory.md); false caches every object whole")
+	flags.StringVar(&o.tracingEndpoint, "tracing-endpoint", "",
+		`trace reconciles and their writes (OpenTelemetry, docs/tracing.md) to the OTLP/HTTP collector at this base URL, such as "http://localhost:4318" `+
+			`(spans are posted to its /v1/traces); empty: trace when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names one, else not at all`)
 	o.zap.BindFlags(flags)
 	flags.Usage = func() {} // on errors too: the caller says what went wrong
 	if err := flags.Parse(args); err != nil {
@@ -182,6 +188,11 @@ func (o *options) validate() error {
 			errs = append(errs, fmt.Errorf(`%s %q: no port`, a.flag, a.value))
 		}
 	}
+	// The tracing variables too: a typo in one fails the start, not the
+	// first export.
+	if _, _, err := otlphttp.FromEnv(o.tracingEndpoint, os.Getenv); err != nil {
+		errs = append(errs, err)
+	}
 	if ns := o.leaderElectionNamespace; ns != "" {
 		if msgs := validation.IsDNS1123Label(ns); len(msgs) > 0 {
 			errs = append(errs, fmt.Errorf("--leader-election-namespace %q is not a namespace name: %s", ns, strings.Join(msgs, "; ")))
@@ -218,6 +229,24 @@ func run(ctx context.Context, o *options) error {
 		}
 	}
 
+	var tracer *tracing.Tracer
+	tp, err := newTracerProvider(ctx, o.tracingEndpoint)
+	if err != nil {
+		return fmt.Errorf("tracing: %w", err)
+	}
+	if tp != nil {
+		defer func() {
+			// What is batched is sent, for a few seconds at most.
+			sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_ = tp.Shutdown(sctx)
+		}()
+		// Every request of every client of the process is a span, with the
+		// traceparent header kube-apiserver follows.
+		cfg = tracing.Config(cfg, tp)
+		tracer = tracing.New(tp)
+	}
+
 	scheme := runtime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
 		return fmt.Errorf("registering client-go types: %w", err)
@@ -246,7 +275,7 @@ func run(ctx context.Context, o *options) error {
 		// The one line that turns on controller-runtime's guard.
 		mopts.Client.Cache = &client.CacheOptions{EnableReadYourWritesConsistency: ptr.To(true)}
 	}
-	copts := controller.Options{Workers: o.workers}
+	copts := controller.Options{Workers: o.workers, Tracer: tracer}
 	var lease *resourcelock.LeaseLock
 	if mopts.LeaderElection {
 		// controller-runtime's election over a lock of our own: every write
@@ -338,7 +367,7 @@ func run(ctx context.Context, o *options) error {
 		return fmt.Errorf("adding the ready check: %w", err)
 	}
 	setupLog.Info("starting the At operator", "leaderElection", o.leaderElect, "leaderElectionNamespace", namespace,
-		"workers", o.workers, "readYourWrites", o.readYourWrites, "shards", o.shards, "cacheDiet", o.cacheDiet, "metrics", o.metricsAddr, "probes", o.probeAddr)
+		"workers", o.workers, "tracing", tracer.Enabled(), "readYourWrites", o.readYourWrites, "shards", o.shards, "cacheDiet", o.cacheDiet, "metrics", o.metricsAddr, "probes", o.probeAddr)
 	if err := mgr.Start(ctx); err != nil {
 		return fmt.Errorf("running the manager: %w", err)
 	}

@@ -39,6 +39,7 @@ var libraries = []string{
 	"health",
 	"track",
 	"recorder",
+	"tracing",
 	"shard/ranges",
 	"shard",
 	"shard/follow",

@@ -21,6 +21,8 @@ var unmanagedWrites = map[string]string{
 	"shard/member.go": "the Lease writes go through m.Leases, which Start wraps so that every write carries the Member's field owner (fieldManaged); resourcelock's lock.Update writes through the same client",
 	"shard/fence.go":  "renewals passes a range's resourcelock.Interface calls on (an interface without options) to the lock of the Member's field-managed Leases client",
 	"shard/leader.go": "a Leader passes the resourcelock.Interface calls of the user's election on to the user's lock, whose client names its manager",
+
+	"tracing/wakes.go": "an event handler's Create and Update pass controller-runtime's events on to the handler it wraps: no write",
 }
 
 // writeVerbs are the methods that write an object and take a field

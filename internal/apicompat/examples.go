@@ -66,6 +66,12 @@ func (r Runner) OldExamples(ctx context.Context, root, rev string) error {
 		pattern := "./examples/..."
 		if m != "." {
 			pattern = "./..."
+			// What `go get` of the new version does to a user's go.mod:
+			// the requirements the tree raised (a dependency it added or
+			// upgraded) are raised in the example's module too.
+			if _, err := r.run(ctx, filepath.Join(dst, m), "mod", "tidy"); err != nil {
+				return fmt.Errorf("apicompat: the examples of %s do not resolve against the working tree: %w", rev, err)
+			}
 		}
 		if _, err := r.run(ctx, filepath.Join(dst, m), "vet", pattern); err != nil {
 			return fmt.Errorf("apicompat: the examples of %s do not build against the working tree: %w", rev, err)

@@ -45,6 +45,7 @@ var libraries = map[string]string{
 	"health":        "health",
 	"track":         "track",
 	"recorder":      "recorder",
+	"tracing":       "tracing",
 	"shard":         "shard",
 	"ranges":        "shard/ranges",
 	"follow":        "shard/follow",

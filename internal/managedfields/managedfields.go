@@ -122,6 +122,15 @@ func Union(a, b *fieldpath.Set) *fieldpath.Set {
 	return a.Union(b)
 }
 
+// Without returns s without the path p (s itself when it lacks p); s may
+// be nil.
+func Without(s *fieldpath.Set, p fieldpath.Path) *fieldpath.Set {
+	if s == nil || !s.Has(p) {
+		return s
+	}
+	return s.Difference(fieldpath.NewSet(p))
+}
+
 // Select returns the members of s that keep selects.
 func Select(s *fieldpath.Set, keep func(fieldpath.Path) bool) *fieldpath.Set {
 	var paths []fieldpath.Path

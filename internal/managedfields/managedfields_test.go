@@ -212,6 +212,20 @@ func TestUnion(t *testing.T) {
 	}
 }
 
+func TestWithout(t *testing.T) {
+	a, b := fieldpath.MakePathOrDie("a"), fieldpath.MakePathOrDie("b")
+	ab := fieldpath.NewSet(a, b)
+	if managedfields.Without(nil, a) != nil {
+		t.Error("Without(nil) is not nil")
+	}
+	if got := managedfields.Without(ab, a); !got.Equals(fieldpath.NewSet(b)) {
+		t.Errorf("Without(a, b; a) = %s, want b", got)
+	}
+	if s := fieldpath.NewSet(b); managedfields.Without(s, a) != s {
+		t.Error("Without a path the set lacks is not the set itself")
+	}
+}
+
 // toContent returns obj as unstructured content, as the API server's JSON
 // decodes into it.
 func toContent(obj any) (map[string]any, error) {

@@ -65,7 +65,8 @@ var (
 	shardedN     = flag.Int("at.sharded", 60, "Ats at one instant in the sharded scenario: the At as one replica, then with --shards=6 as 3 replicas (0: no sharded scenario)")
 	memory       = flag.Bool("at.memory", true, "also run, in every one-instant trial, the bare client-go floor and the At without its cache diet (issue 38's memory comparison)")
 	memoryRounds = flag.Int("at.memory.rounds", 0, "run them in only that many rounds of each trial (0: every round)")
-	only         = flag.String("at.only", "", "run only these controllers in the trials, comma-separated kinds (classic, hand-written, reconcilekit, reconcilekit-upstream-guard, bare, reconcilekit-no-diet); empty: every one")
+	only         = flag.String("at.only", "", "run only these controllers in the trials, comma-separated kinds (classic, hand-written, reconcilekit, reconcilekit-upstream-guard, bare, reconcilekit-no-diet, reconcilekit-traced); empty: every one")
+	tracingOn    = flag.Bool("at.tracing", true, "also run, in the first trial, the At tracing every reconcile into an exporter in memory (issue 49's comparison)")
 )
 
 func init() {
@@ -85,7 +86,7 @@ func benchPlan() plan {
 	}
 	return plan{sizes: benchSizes, workers: benchWorkers, rounds: benchRounds, spreadN: spreadN, spread: *benchSpread,
 		unrelated: *unrelated, pace: *pace, writeCostN: *writeCostN, sharded: *shardedN, profiles: *cpuProfiles, profileFor: *cpuFor,
-		memory: *memory, memoryRounds: *memoryRounds, only: onlyKinds()}
+		memory: *memory, memoryRounds: *memoryRounds, only: onlyKinds(), tracing: *tracingOn}
 }
 
 // onlyKinds is -at.only as kinds.
@@ -123,6 +124,9 @@ func BenchmarkAt(b *testing.B) {
 	}
 	fmt.Printf("\n%s", headline(cmp))
 	if s := memorySection(cmp); s != "" {
+		fmt.Printf("\n%s", s)
+	}
+	if s := tracingSection(cmp); s != "" {
 		fmt.Printf("\n%s", s)
 	}
 	if cmp.sharded != nil {
@@ -174,6 +178,9 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 		sp := cmp.soak.plan
 		fmt.Fprintf(&r, " -at.soak.n=%d -at.soak.waves=%d -at.soak.for=%s -at.soak.outage=%s", sp.n, sp.waves, sp.runFor, sp.outage)
 	}
+	if !pn.tracing {
+		fmt.Fprintf(&r, " -at.tracing=false")
+	}
 	if len(pn.only) > 0 {
 		var names []string
 		for _, k := range pn.only {
@@ -214,6 +221,10 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 	}
 	if s := memorySection(cmp); s != "" {
 		fmt.Fprintf(&r, "\n## Memory: what the caches hold (issue 38)\n\n")
+		r.WriteString(s)
+	}
+	if s := tracingSection(cmp); s != "" {
+		fmt.Fprintf(&r, "\n## Tracing: what it costs the At (issue 49)\n\n")
 		r.WriteString(s)
 	}
 	if cmp.sharded != nil {

@@ -65,6 +65,10 @@ const (
 	// libraryNoDietAt is the At operator caching every object whole
 	// (--cache-diet=false): what the diet saves (issue 38).
 	libraryNoDietAt kind = "reconcilekit-no-diet"
+	// libraryTracedAt is the At operator tracing (issue 49): the SDK
+	// sampling every span, into an exporter in memory that counts and
+	// drops them (see tracingOverlay).
+	libraryTracedAt kind = "reconcilekit-traced"
 )
 
 // heading is the controller's name in the report.
@@ -78,6 +82,8 @@ func (k kind) heading() string {
 		return "bare client-go"
 	case libraryNoDietAt:
 		return "reconcilekit without the diet"
+	case libraryTracedAt:
+		return "reconcilekit traced"
 	}
 	return string(k)
 }

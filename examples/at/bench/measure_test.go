@@ -117,6 +117,9 @@ type run struct {
 	// reads its consistency histogram saw held for more than 5 ms; the
 	// classic and hand-written controllers have no guard).
 	staleReads float64
+	// spans is how many spans the traced At exported from its start until
+	// every At was DONE (0 for the others).
+	spans float64
 	// profile is the CPU profile's path, if one was taken.
 	profile string
 	// planeLifecycle is the CPU time kube-apiserver and etcd used from the
@@ -260,6 +263,9 @@ func measure(tb testing.TB, pl *plane, bins binaries, k kind, sc scenario) *run 
 	r.cpu = p.metric(tb, "process_cpu_seconds_total", nil)
 	if r.reconcilesLifecycle > 0 {
 		r.reconcileTime = p.metric(tb, "controller_runtime_reconcile_time_seconds_sum", map[string]string{"controller": k.controllerName()}) / r.reconcilesLifecycle
+	}
+	if k == libraryTracedAt {
+		r.spans = p.metric(tb, tracingSpansMetric, nil)
 	}
 	if v, _, err := p.scrape("reconcilekit_stale_reads_total", nil); err == nil {
 		r.staleReads = v
@@ -506,6 +512,8 @@ type plan struct {
 	memoryRounds int
 	// only, when set, keeps only these controllers in every trial.
 	only []kind
+	// tracing adds the traced At to the first trial (issue 49).
+	tracing bool
 }
 
 // likeForLike are the controllers of every trial: the naive floor, the
@@ -528,6 +536,9 @@ func (pn plan) trials() []trial {
 			kinds := likeForLike
 			if i == 0 && j == 0 {
 				kinds = append(slices.Clone(likeForLike), upstreamGuardAt)
+				if pn.tracing {
+					kinds = append(kinds, libraryTracedAt)
+				}
 			}
 			if pn.memory {
 				kinds = append(slices.Clone(kinds), memoryKinds...)
@@ -870,7 +881,7 @@ func (t trial) table(rd round) *bench.Table {
 		tab.Columns = append(tab.Columns, k.heading())
 		runs = append(runs, rd.runs[k])
 	}
-	for _, q := range [][2]kind{{libraryAt, handwrittenAt}, {libraryAt, classicAt}, {upstreamGuardAt, libraryAt}, {libraryAt, bareAt}, {libraryAt, libraryNoDietAt}} {
+	for _, q := range [][2]kind{{libraryAt, handwrittenAt}, {libraryAt, classicAt}, {upstreamGuardAt, libraryAt}, {libraryAt, bareAt}, {libraryAt, libraryNoDietAt}, {libraryTracedAt, libraryAt}} {
 		if rd.runs[q[0]] != nil && rd.runs[q[1]] != nil {
 			tab.Ratios = append(tab.Ratios, bench.Ratio{Of: col[q[0]], Over: col[q[1]]})
 		}
@@ -913,7 +924,7 @@ func TestSideBySideSmoke(t *testing.T) {
 	const writeCostN = 20
 	const shardedN = 60
 	cmp := compare(t, plan{sizes: []int{20}, workers: []int{4}, rounds: []int{2}, spreadN: 20, spread: 3 * time.Second,
-		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN, memory: true, memoryRounds: 1, beside: true})
+		unrelated: 20, pace: 10 * time.Millisecond, writeCostN: writeCostN, sharded: shardedN, memory: true, memoryRounds: 1, tracing: true, beside: true})
 	if len(cmp.writeCosts) != len(writeKinds()) {
 		t.Errorf("%d kinds of write measured, want %d", len(cmp.writeCosts), len(writeKinds()))
 	}
@@ -924,8 +935,8 @@ func TestSideBySideSmoke(t *testing.T) {
 			t.Errorf("%s: %d writes seen in all, want %d", c.kind.name, c.writes, want)
 		}
 	}
-	if got := len(cmp.trials); got != 3 || len(cmp.trials[0].rounds) != 2 || !cmp.trials[0].has(upstreamGuardAt) {
-		t.Fatalf("%d trials, the first with %d rounds and controllers %v; want 3, 2 rounds, and the At on controller-runtime's guard", got, len(cmp.trials[0].rounds), cmp.trials[0].kinds)
+	if got := len(cmp.trials); got != 3 || len(cmp.trials[0].rounds) != 2 || !cmp.trials[0].has(upstreamGuardAt) || !cmp.trials[0].has(libraryTracedAt) {
+		t.Fatalf("%d trials, the first with %d rounds and controllers %v; want 3, 2 rounds, the At on controller-runtime's guard and traced", got, len(cmp.trials[0].rounds), cmp.trials[0].kinds)
 	}
 	for _, tr := range cmp.trials {
 		for i, rd := range tr.rounds {
@@ -957,8 +968,13 @@ func TestSideBySideSmoke(t *testing.T) {
 					}
 				}
 			}
+			if r := rd.runs[libraryTracedAt]; r != nil && r.spans < float64(tr.sc.n) {
+				// At least a reconcile's span per At: the overlay's exporter
+				// is the one the traced At exports to.
+				t.Errorf("%s, round %d: the traced At exported %v spans for %d Ats", tr.sc, i+1, r.spans, tr.sc.n)
+			}
 			theirs := rd.runs[classicAt]
-			for _, k := range []kind{handwrittenAt, libraryAt, upstreamGuardAt, bareAt, libraryNoDietAt} {
+			for _, k := range []kind{handwrittenAt, libraryAt, upstreamGuardAt, bareAt, libraryNoDietAt, libraryTracedAt} {
 				r := rd.runs[k]
 				if r == nil || r.ahead <= 0 || theirs.ahead <= 0 {
 					continue
@@ -979,7 +995,8 @@ func TestSideBySideSmoke(t *testing.T) {
 	report := renderReport(t, cmp, nil, started, load)
 	for _, want := range []string{"reconcilekit ÷ hand-written", "| kube-apiserver | v1.", "20 Ats at one instant, 4 workers, round 2 of 2",
 		"20 unrelated Pods", "### What each write costs the API server", "controller-runtime's guard against freshness", "Memory with 20 unrelated Pods",
-		"## The At sharded (issue 25)", "Each sharded replica ÷ the single replica", "## Memory: what the caches hold (issue 38)", "bare client-go"} {
+		"## The At sharded (issue 25)", "Each sharded replica ÷ the single replica", "## Memory: what the caches hold (issue 38)", "bare client-go",
+		"## Tracing: what it costs the At (issue 49)", "spans exported per At"} {
 		if !strings.Contains(report, want) {
 			t.Errorf("the report lacks %q:\n%s", want, report)
 		}

@@ -336,6 +336,8 @@ func between(reqs []bench.AuditRequest, from, to time.Time) []bench.AuditRequest
 // binaries are the controllers' executables (see buildBinaries).
 type binaries struct {
 	classic, handwritten, at, bare string
+	// atTraced is the At built with tracingOverlay.
+	atTraced string
 	// atPprof says how the At binary serves pprof: "flag" (it has
 	// --pprof-bind-address), "overlay" (built with the harness's pprof
 	// listener, see pprofOverlay), or "" (no pprof).
@@ -372,6 +374,81 @@ func init() {
 }
 `
 
+// tracingSpansMetric counts the spans the traced At's exporter took.
+const tracingSpansMetric = "reconcilekit_bench_spans_exported_total"
+
+// tracingOverlay replaces the At's exporter.go in the traced At's build:
+// the spans go to an exporter in memory, which counts them on the
+// process's metrics endpoint and drops them, instead of a collector. The
+// rest of the At is the binary as it ships: the SDK's TracerProvider with
+// its batch span processor, tracing.Config around every client and a
+// Tracer on the controller, turned on by the OTLP variables (see
+// tracedEnv).
+const tracingOverlay = `package main
+
+import (
+	"context"
+
+	"github.com/prometheus/client_golang/prometheus"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	"github.com/reconcilekit/reconcilekit/examples/at/internal/otlphttp"
+)
+
+var benchSpans = prometheus.NewCounter(prometheus.CounterOpts{
+	Name: "` + tracingSpansMetric + `",
+	Help: "Spans the bench's in-memory exporter took (and dropped).",
+})
+
+func init() { metrics.Registry.MustRegister(benchSpans) }
+
+type memoryExporter struct{}
+
+func (memoryExporter) ExportSpans(_ context.Context, spans []sdktrace.ReadOnlySpan) error {
+	benchSpans.Add(float64(len(spans)))
+	return nil
+}
+
+func (memoryExporter) Shutdown(context.Context) error { return nil }
+
+func newExporter(otlphttp.Config) (sdktrace.SpanExporter, error) { return memoryExporter{}, nil }
+`
+
+// tracedEnv turns the traced At's tracing on, sampling every span: the
+// endpoint is never contacted (tracingOverlay's exporter sends nothing).
+var tracedEnv = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_TRACES_SAMPLER=always_on"}
+
+// buildTraced returns the At built with tracingOverlay, from the go build
+// cache as executable does.
+func buildTraced(tb testing.TB) string {
+	tb.Helper()
+	dir := tb.TempDir()
+	src, err := exec.Command("go", "list", "-f", "{{.Dir}}", atPackage).Output()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	file := filepath.Join(dir, "bench_exporter.go")
+	if err := os.WriteFile(file, []byte(tracingOverlay), 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{
+		"Replace": {filepath.Join(strings.TrimSpace(string(src)), "exporter.go"): file},
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	ov := filepath.Join(dir, "tracing-overlay.json")
+	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
+		tb.Fatal(err)
+	}
+	bin, err := gobuild.Executable(context.Background(), tb.TempDir(), atPackage, "-overlay", ov)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return bin
+}
+
 // buildBinaries returns the controllers, built without -race (they are
 // measured, as they would run in production), from the go build cache:
 // linked once, not once per test (see gobuild.Executable). With
@@ -380,7 +457,7 @@ func init() {
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
 	b := binaries{classic: executable(tb, classicPackage), handwritten: executable(tb, handwrittenPackage),
-		at: executable(tb, atPackage), bare: executable(tb, barePackage)}
+		at: executable(tb, atPackage), bare: executable(tb, barePackage), atTraced: buildTraced(tb)}
 	if !profiling {
 		return b
 	}
@@ -494,6 +571,8 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 		bin = bins.handwritten
 	case bareAt:
 		bin = bins.bare
+	case libraryTracedAt:
+		bin = bins.atTraced
 	}
 	args := []string{"--kubeconfig", o.kubeconfig, "--workers", fmt.Sprint(o.workers),
 		"--leader-elect=true", "--leader-election-namespace", leaseNamespace,
@@ -506,6 +585,9 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 	}
 	args = append(args, o.args...)
 	var environ []string
+	if k == libraryTracedAt {
+		environ = append(environ, tracedEnv...)
+	}
 	if o.pprof {
 		p.pprof = addrs[2]
 		switch {

@@ -74,6 +74,11 @@ type Options struct {
 	// second. It needs kwok among the binaries (envtest-assets -kwok
 	// v0.8.0).
 	Kwok bool
+	// APIServerFlags are flags of kube-apiserver beside envtest's, by name
+	// without the dashes, such as {"tracing-config-file": path} for an API
+	// server that records its spans (docs/tracing.md) or {"feature-gates":
+	// "..."}. Nil adds none.
+	APIServerFlags map[string]string
 }
 
 // Env is a running control plane: a real kube-apiserver and etcd, started by
@@ -256,6 +261,9 @@ func (e *Env) start(opts Options) error {
 		Scheme:                   e.Scheme,
 		ControlPlaneStartTimeout: 2 * time.Minute,
 		ControlPlaneStopTimeout:  time.Minute,
+	}
+	for name, value := range opts.APIServerFlags {
+		te.ControlPlane.GetAPIServer().Configure().Set(name, value)
 	}
 	cfg, err := te.Start()
 	if err != nil {

@@ -43,9 +43,12 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/go-logr/logr"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
 	"github.com/reconcilekit/reconcilekit/examples/at/internal/controller"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 //go:embed kwok-stages.yaml
@@ -179,7 +182,11 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool, stoppi
 	}()
 	say("kwok running as the kubelet of node %s (log: %s)", nodeName, kwokLog.Name())
 
-	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
+	// Tracing on, into memory: the demo prints the At's trace at the end.
+	spans := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(spans))
+	defer func() { _ = tp.Shutdown(context.Background()) }()
+	mgr, err := ctrl.NewManager(tracing.Config(cfg, tp), ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
@@ -188,7 +195,7 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool, stoppi
 	if err != nil {
 		return err
 	}
-	if err := controller.SetupWithManager(mgr, controller.Options{}); err != nil {
+	if err := controller.SetupWithManager(mgr, controller.Options{Tracer: tracing.New(tp)}); err != nil {
 		return err
 	}
 	mgrCtx, stopMgr := context.WithCancel(ctx)
@@ -210,9 +217,16 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool, stoppi
 			Command:  `echo "hello from an At"`,
 		},
 	}
-	if err := c.Create(ctx, at); err != nil {
+	// The user's edit is a span of its own, whose traceparent the At
+	// carries: the At's reconciles join its trace (a user's kubectl would
+	// set the annotation the same way).
+	userCtx, edit := tp.Tracer("demo").Start(ctx, "user creates At default/hello")
+	tracing.Inject(userCtx, at)
+	if err := c.Create(userCtx, at); err != nil {
+		edit.End()
 		return fmt.Errorf("creating the sample At: %w", err)
 	}
+	edit.End()
 	say("created At default/hello: schedule %s, command %q", at.Spec.Schedule, at.Spec.Command)
 
 	done, err := follow(ctx, c, at)
@@ -222,6 +236,10 @@ func run(ctx context.Context, crdDir string, in time.Duration, keep bool, stoppi
 	if done {
 		say("the sample At is DONE; its events:")
 		printEvents(ctx, c, at)
+		// The last spans (the event's write) end moments after.
+		time.Sleep(500 * time.Millisecond)
+		say("its trace, from the user's create to DONE (each reconcile, write and wait):")
+		waterfall(os.Stdout, spans.GetSpans(), edit.SpanContext().TraceID())
 	}
 	if keep && ctx.Err() == nil {
 		say("still running (-keep); press Ctrl-C to stop")

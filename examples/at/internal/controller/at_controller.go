@@ -57,6 +57,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/shard/follow"
 	"github.com/reconcilekit/reconcilekit/shard/ranges"
 	"github.com/reconcilekit/reconcilekit/suspend"
+	"github.com/reconcilekit/reconcilekit/tracing"
 )
 
 // An At is suspended by its spec.suspend (or by the annotation
@@ -130,6 +131,11 @@ type Options struct {
 	// ranges and their Pods, and turn the manager's leader election off:
 	// every replica works. Nil means one replica reconciles every At.
 	Shard *shard.Member
+	// Tracer traces each reconcile of an At (package tracing), linked to
+	// the Pod's change that woke it. Build the manager from tracing.Config
+	// with the same TracerProvider, for the spans of the writes. Nil
+	// traces nothing.
+	Tracer *tracing.Tracer
 }
 
 // FirstStatusWithin is how soon after its creation an At must fall due for
@@ -175,6 +181,7 @@ func New(o Options) (*reconcile.Loop[*atv1.At], error) {
 	loop.Policy = o.Policy
 	loop.Recorder = r.recorder
 	loop.Clock = r.clock
+	loop.Tracer = o.Tracer
 	return loop, loop.Validate()
 }
 
@@ -340,7 +347,9 @@ func SetupWithManager(mgr ctrl.Manager, o Options) error {
 		r = shard.Guard[*atv1.At](o.Shard, mgr.GetClient(), loop)
 	}
 	return b.For(&atv1.At{}, builder.WithPredicates(ats)).
-		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished())).
+		// Last: the Pod's finishing that wakes its At is linked from the
+		// At's reconcile (nothing with tracing off).
+		Owns(&corev1.Pod{}, builder.WithPredicates(podFinished(), o.Tracer.Predicate())).
 		Named("at").
 		WithOptions(crcontroller.Options{MaxConcurrentReconciles: workers}).
 		Complete(r)

@@ -173,6 +173,13 @@ type operator struct {
 // is shown if the test failed. A data race it reports fails the test.
 func startOperator(t *testing.T, bin, name string, args ...string) *operator {
 	t.Helper()
+	return startOperatorEnv(t, bin, name, nil, args...)
+}
+
+// startOperatorEnv is startOperator with environ added to the test's
+// environment.
+func startOperatorEnv(t *testing.T, bin, name string, environ []string, args ...string) *operator {
+	t.Helper()
 	logPath := filepath.Join(t.TempDir(), name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -180,6 +187,9 @@ func startOperator(t *testing.T, bin, name string, args ...string) *operator {
 	}
 	op := &operator{name: name, cmd: exec.Command(bin, args...), log: logPath, done: make(chan struct{})}
 	op.cmd.Stdout, op.cmd.Stderr = f, f
+	if environ != nil {
+		op.cmd.Env = append(os.Environ(), environ...)
+	}
 	if err := op.cmd.Start(); err != nil {
 		f.Close()
 		t.Fatalf("starting %s: %v", name, err)
