@@ -16,26 +16,18 @@ var interners live.Set[interner]
 // summed over them (docs/memory.md, "Bounds"). It is registered with
 // controller-runtime's registry, so the manager's /metrics serves it
 // (docs/metrics.md).
-var internEntries = func() *internCollector {
-	c := &internCollector{desc: prometheus.NewDesc("reconcilekit_diet_intern_entries",
+var internEntries = func() prometheus.Collector {
+	c := live.NewGauge("reconcilekit_diet_intern_entries",
 		"Distinct strings the diet.Intern transforms of the process keep one copy of: at most 4096 per transform (a full table starts afresh).",
-		nil, nil)}
+		nil, func() []int {
+			n := 0
+			interners.Each(func(in *interner) {
+				in.mu.Lock()
+				n += len(in.values)
+				in.mu.Unlock()
+			})
+			return []int{n}
+		})
 	metrics.Registry.MustRegister(c)
 	return c
 }()
-
-type internCollector struct{ desc *prometheus.Desc }
-
-// Describe sends the gauge's description.
-func (c *internCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect sends the gauge's value.
-func (c *internCollector) Collect(ch chan<- prometheus.Metric) {
-	n := 0
-	interners.Each(func(in *interner) {
-		in.mu.Lock()
-		n += len(in.values)
-		in.mu.Unlock()
-	})
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
-}

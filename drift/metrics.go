@@ -51,25 +51,17 @@ var detectors live.Set[HotLoopDetector]
 // hotLoopEntries is the gauge reconcilekit_hot_loop_entries: the objects
 // the HotLoopDetectors of the process remember, summed over them
 // (docs/memory.md, "Bounds").
-var hotLoopEntries = func() *hotLoopCollector {
-	c := &hotLoopCollector{desc: prometheus.NewDesc("reconcilekit_hot_loop_entries",
+var hotLoopEntries = func() prometheus.Collector {
+	c := live.NewGauge("reconcilekit_hot_loop_entries",
 		"Objects the drift.HotLoopDetectors of the process remember: those that drifted within Window or are held back, at most MaxObjects per detector.",
-		nil, nil)}
+		nil, func() []int {
+			n := 0
+			detectors.Each(func(h *HotLoopDetector) { n += h.Len() })
+			return []int{n}
+		})
 	metrics.Registry.MustRegister(c)
 	return c
 }()
-
-type hotLoopCollector struct{ desc *prometheus.Desc }
-
-// Describe sends the gauge's description.
-func (c *hotLoopCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect sends the gauge's value.
-func (c *hotLoopCollector) Collect(ch chan<- prometheus.Metric) {
-	n := 0
-	detectors.Each(func(h *HotLoopDetector) { n += h.Len() })
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n))
-}
 
 // compareMemoEntries is the gauge reconcilekit_compare_memo_entries: the
 // compiled managedFields package compare keeps (docs/memory.md, "Bounds").

@@ -22,24 +22,14 @@ var trackers live.Set[Tracker]
 
 // entries is the gauge reconcilekit_freshness_entries: what the Trackers of
 // the process hold, summed over them, by map (docs/memory.md, "Bounds").
-var entries = func() *entriesCollector {
-	c := &entriesCollector{desc: prometheus.NewDesc("reconcilekit_freshness_entries",
+var entries = func() prometheus.Collector {
+	c := live.NewGauge("reconcilekit_freshness_entries",
 		"Entries held by the freshness.Trackers of the process, by map: writes (remembered writes of this process, at most MaxEntries per Tracker, each at most TTL), waiters (objects a read waits for), namespaces (namespaces an informer delivered events of, at most 4096 per informer).",
-		[]string{"map"}, nil)}
+		[]string{"writes", "waiters", "namespaces"}, func() []int {
+			var s sizes
+			trackers.Each(func(t *Tracker) { s = s.plus(t.sizes()) })
+			return []int{s.writes, s.waiters, s.namespaces}
+		})
 	metrics.Registry.MustRegister(c)
 	return c
 }()
-
-type entriesCollector struct{ desc *prometheus.Desc }
-
-// Describe sends the gauge's description.
-func (c *entriesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect sends the gauge's values.
-func (c *entriesCollector) Collect(ch chan<- prometheus.Metric) {
-	var s sizes
-	trackers.Each(func(t *Tracker) { s = s.plus(t.sizes()) })
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.writes), "writes")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.waiters), "waiters")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(s.namespaces), "namespaces")
-}

@@ -27,27 +27,18 @@ var recorders live.Set[Recorder]
 // entries is the gauge reconcilekit_recorder_entries: the events the
 // Recorders of the process remember to merge their repeats into series,
 // summed over them, by map (docs/memory.md, "Bounds").
-var entries = func() *entriesCollector {
-	c := &entriesCollector{desc: prometheus.NewDesc("reconcilekit_recorder_entries",
+var entries = func() prometheus.Collector {
+	c := live.NewGauge("reconcilekit_recorder_entries",
 		"Events the recorder.Recorders of the process remember to merge their repeats into series, by map: singles (sent once), series (repeated); each at most 6 minutes after its last occurrence, and none about an object Forget was given.",
-		[]string{"map"}, nil)}
+		[]string{"singles", "series"}, func() []int {
+			singles, series := 0, 0
+			recorders.Each(func(r *Recorder) {
+				s, n := r.sizes()
+				singles += s
+				series += n
+			})
+			return []int{singles, series}
+		})
 	metrics.Registry.MustRegister(c)
 	return c
 }()
-
-type entriesCollector struct{ desc *prometheus.Desc }
-
-// Describe sends the gauge's description.
-func (c *entriesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect sends the gauge's values.
-func (c *entriesCollector) Collect(ch chan<- prometheus.Metric) {
-	singles, series := 0, 0
-	recorders.Each(func(r *Recorder) {
-		s, n := r.sizes()
-		singles += s
-		series += n
-	})
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(singles), "singles")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(series), "series")
-}

@@ -39,28 +39,19 @@ var (
 // entries is the gauge reconcilekit_requeue_entries: the requests the
 // Policies and Backoffs of the process remember, summed over them, by map
 // (docs/memory.md, "Bounds").
-var entries = func() *entriesCollector {
-	c := &entriesCollector{desc: prometheus.NewDesc("reconcilekit_requeue_entries",
+var entries = func() prometheus.Collector {
+	c := live.NewGauge("reconcilekit_requeue_entries",
 		"Requests the requeue.Policies and requeue.Backoffs of the process remember, by map: failing (a Policy's requests failing since, for ReportAfter), backoff (failures or conflicts in a row, of every Backoff, a Policy's own for conflicts included); each at most MaxTrackedRequests (MaxKeys) per value.",
-		[]string{"map"}, nil)}
+		[]string{"failing", "backoff"}, func() []int {
+			failing, backoff := 0, 0
+			policies.Each(func(p *Policy) {
+				p.mu.Lock()
+				failing += p.failing.len()
+				p.mu.Unlock()
+			})
+			backoffs.Each(func(b *Backoff) { backoff += b.Len() })
+			return []int{failing, backoff}
+		})
 	metrics.Registry.MustRegister(c)
 	return c
 }()
-
-type entriesCollector struct{ desc *prometheus.Desc }
-
-// Describe sends the gauge's description.
-func (c *entriesCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-// Collect sends the gauge's values.
-func (c *entriesCollector) Collect(ch chan<- prometheus.Metric) {
-	failing, backoff := 0, 0
-	policies.Each(func(p *Policy) {
-		p.mu.Lock()
-		failing += p.failing.len()
-		p.mu.Unlock()
-	})
-	backoffs.Each(func(b *Backoff) { backoff += b.Len() })
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(failing), "failing")
-	ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(backoff), "backoff")
-}

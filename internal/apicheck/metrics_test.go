@@ -56,8 +56,9 @@ var valueTypes = map[string]string{"CounterValue": "counter", "GaugeValue": "gau
 
 // defined reads, from the non-test source of every library package, the
 // metrics it defines: each call of a prometheus constructor with an Opts
-// literal (promauto's too), and each prometheus.NewDesc, whose type is the
-// ValueType of the const metrics built from it. A metric whose name or
+// literal (promauto's too), each prometheus.NewDesc, whose type is the
+// ValueType of the const metrics built from it, and each gauge of
+// internal/live's NewGauge. A metric whose name or
 // labels are not literals is an error: the page could not be checked.
 func defined(t *testing.T) map[string]metric {
 	t.Helper()
@@ -128,6 +129,20 @@ func defined(t *testing.T) map[string]metric {
 							return true
 						}
 						descs = append(descs, desc{pos, name, labels, holderOf(stack)})
+					case fn == "NewGauge" && len(call.Args) == 4:
+						// internal/live's gauge: a value per map, labelled
+						// map=<name>, or one unlabelled value for nil maps.
+						name, ok := stringLiteral(call.Args[0])
+						maps, mok := stringList(call.Args[2])
+						if !ok || !mok {
+							t.Errorf("%s: NewGauge without a literal name and []string maps: %s cannot be checked", pos, metricsDoc)
+							return true
+						}
+						var labels []string
+						if len(maps) > 0 {
+							labels = []string{"map"}
+						}
+						add(pos, name, metric{Type: "gauge", Labels: labels, Package: lib})
 					case (fn == "MustNewConstMetric" || fn == "NewConstMetric") && len(call.Args) > 1:
 						holder := lastName(call.Args[0])
 						constTypes[holder] = append(constTypes[holder], valueTypes[selectorName(call.Args[1])])
