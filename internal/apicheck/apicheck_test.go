@@ -35,6 +35,7 @@ var libraries = []string{
 	"freshness",
 	"health",
 	"track",
+	"applyset",
 	"recorder",
 	"shard/ranges",
 	"shard",

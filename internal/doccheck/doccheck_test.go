@@ -43,6 +43,7 @@ var libraries = map[string]string{
 	"freshness":     "freshness",
 	"health":        "health",
 	"track":         "track",
+	"applyset":      "applyset",
 	"recorder":      "recorder",
 	"shard":         "shard",
 	"ranges":        "shard/ranges",
