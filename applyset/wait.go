@@ -19,13 +19,22 @@ import (
 
 // waitIndex remembers which parents wait for a kind of which API group to
 // be installed, so that a CustomResourceDefinition's event wakes exactly
-// them. A parent is forgotten when it is woken (its reconcile records it
-// again if it still waits), when an Apply finds it waits for nothing, and
-// beyond the bound.
+// them. A parent is forgotten when an Apply finds it waits for nothing,
+// beyond the bound, and when an event of its group finds it woken by an
+// earlier event and not heard of since: its reconcile did not call Apply
+// (it is gone), or it is running, and is enqueued once more by this event.
+// So an event that arrives while the parent's reconcile runs (a CRD
+// created, then Established) is never lost.
 type waitIndex struct {
 	mu       sync.Mutex
 	byGroup  map[string]map[types.NamespacedName]struct{}
-	byParent map[types.NamespacedName][]string
+	byParent map[types.NamespacedName]*waiter
+}
+
+// waiter is what the index knows of one parent.
+type waiter struct {
+	groups []string
+	woken  bool // an event enqueued it, and no Apply has reported since
 }
 
 // set records that parent waits for the groups (none: it waits for
@@ -39,7 +48,7 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 	}
 	if w.byGroup == nil {
 		w.byGroup = map[string]map[types.NamespacedName]struct{}{}
-		w.byParent = map[types.NamespacedName][]string{}
+		w.byParent = map[types.NamespacedName]*waiter{}
 	}
 	for p := range w.byParent {
 		if len(w.byParent) < limit {
@@ -49,7 +58,7 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 	}
 	slices.Sort(groups)
 	groups = slices.Compact(groups)
-	w.byParent[parent] = groups
+	w.byParent[parent] = &waiter{groups: groups}
 	for _, g := range groups {
 		if w.byGroup[g] == nil {
 			w.byGroup[g] = map[types.NamespacedName]struct{}{}
@@ -59,17 +68,20 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 }
 
 func (w *waitIndex) forgetLocked(parent types.NamespacedName) {
-	for _, g := range w.byParent[parent] {
-		delete(w.byGroup[g], parent)
-		if len(w.byGroup[g]) == 0 {
-			delete(w.byGroup, g)
+	if wt := w.byParent[parent]; wt != nil {
+		for _, g := range wt.groups {
+			delete(w.byGroup[g], parent)
+			if len(w.byGroup[g]) == 0 {
+				delete(w.byGroup, g)
+			}
 		}
 	}
 	delete(w.byParent, parent)
 }
 
-// take returns the parents waiting for group, sorted, and forgets them.
-func (w *waitIndex) take(group string) []types.NamespacedName {
+// wake returns the parents waiting for group, sorted, marks them woken,
+// and forgets those an earlier event woke already.
+func (w *waitIndex) wake(group string) []types.NamespacedName {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	var out []types.NamespacedName
@@ -77,7 +89,11 @@ func (w *waitIndex) take(group string) []types.NamespacedName {
 		out = append(out, p)
 	}
 	for _, p := range out {
-		w.forgetLocked(p)
+		if wt := w.byParent[p]; wt.woken {
+			w.forgetLocked(p)
+		} else {
+			wt.woken = true
+		}
 	}
 	slices.SortFunc(out, func(a, b types.NamespacedName) int { return cmpStrings(a.Namespace, b.Namespace, a.Name, b.Name) })
 	return out
@@ -99,17 +115,18 @@ func (w *waitIndex) len() int {
 //	ctrl.NewControllerManagedBy(mgr).For(&v1.WebApp{}).
 //		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, set.EnqueueWaiting())
 //
-// It enqueues only parents this Set saw waiting, and forgets them: a
-// parent that still waits after its reconcile is remembered again. No
-// parent waits on a timer: without this watch, a parent waiting for a kind
-// wakes at its next resync.
+// It enqueues only parents this Set saw waiting. A parent is forgotten once
+// an Apply finds it waits for nothing, or when a second event of its group
+// finds it not heard of since the first (it is gone). No parent waits on a
+// timer: without this watch, a parent waiting for a kind wakes at its next
+// resync.
 func (s *Set) EnqueueWaiting() handler.EventHandler {
 	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, crd client.Object) []reconcile.Request {
 		_, group, ok := strings.Cut(crd.GetName(), ".")
 		if !ok {
 			return nil
 		}
-		parents := s.waiting.take(group)
+		parents := s.waiting.wake(group)
 		reqs := make([]reconcile.Request, len(parents))
 		for i, p := range parents {
 			reqs[i] = reconcile.Request{NamespacedName: p}
