@@ -9,6 +9,8 @@
 //	step3       + finalizer
 //	step4       + drift.Writer
 //	step5       as a reconcile.Loop, with reconcile.Predicate
+//	step6       + health
+//	step7       + applyset: the children as one set
 //
 // Each step is a package of its own with its own tests on envtest. The
 // tests of this package measure every step (the API writes and requests

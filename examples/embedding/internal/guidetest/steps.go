@@ -11,6 +11,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step4"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step5"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step6"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step7"
 )
 
 // Steps are the guide's steps in order, each wired as its main.go would
@@ -70,6 +71,19 @@ var Steps = []Step{{
 	RecordsEvents: true,
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
 		r := &step6.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
+			Recorder: mgr.GetEventRecorder("website")}
+		loop, err := r.Loop()
+		if err != nil {
+			return err
+		}
+		return r.Watches(mgr).Complete(wrap(loop))
+	},
+}, {
+	Package:       "step7",
+	Adopts:        "`applyset`",
+	RecordsEvents: true,
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		r := &step7.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
 			Recorder: mgr.GetEventRecorder("website")}
 		loop, err := r.Loop()
 		if err != nil {
