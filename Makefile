@@ -156,6 +156,11 @@ docs: ## Measure the embedding guide's steps on envtest and rewrite its table.
 	@assets="$$($(ENVTEST_ASSETS) $(CONTROLLER_ASSETS))"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -run '^TestGuideTable$$' ./examples/embedding/ -args -update
 
+.PHONY: compare-flux
+compare-flux: ## Measure an applyset.Set against Flux's ssa.ResourceManager on one set of 100 children (a module of its own).
+	@assets="$$($(ENVTEST_ASSETS))"; \
+	cd applyset/internal/fluxcompare && KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -v -run TestSetAgainstFluxResourceManager ./...
+
 .PHONY: help
 help:
 	@grep -E '^[a-z]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/'
