@@ -159,7 +159,11 @@ type pass struct {
 	order    []int
 	index    map[Ref]int
 	members  []member // found with the label, not desired, the Set's own
-	states   []state
+	// live holds, by child, the object the list of members found (the
+	// reader's own: read only), nil for a child not yet labelled: what its
+	// managedFields say before this pass writes it.
+	live   []client.Object
+	states []state
 
 	res        Result
 	errs       []error
@@ -228,6 +232,7 @@ func (p *pass) resolve(children []Child) error {
 		p.index[n.ref] = i
 	}
 	p.states = make([]state, len(p.nodes))
+	p.live = make([]client.Object, len(p.nodes))
 	return nil
 }
 
@@ -290,7 +295,8 @@ func (p *pass) inventory() error {
 	}
 	record := desired
 	for _, m := range found {
-		if _, want := p.index[m.ref]; want {
+		if i, want := p.index[m.ref]; want {
+			p.live[i] = m.obj
 			continue
 		}
 		if !p.s.ours(m, p.parent) {
@@ -343,7 +349,7 @@ func (p *pass) writeChild(i int) Outcome {
 		return p.fail(st, out, err)
 	}
 	opts = append(opts, ch.Options...)
-	live := p.peek(obj, i)
+	live := p.live[i]
 	w := p.s.drift()
 	var d drift.Outcome
 	if p.plan {
@@ -444,30 +450,6 @@ func (p *pass) own(n node, obj client.Object) ([]drift.Option, error) {
 		return nil, err
 	}
 	return opts, nil
-}
-
-// peek returns the child's live object from the reader (the cache's own
-// object, read only), nil when there is none: what its managedFields say
-// before the write.
-func (p *pass) peek(obj client.Object, i int) client.Object {
-	var live client.Object
-	if _, ok := obj.(*unstructured.Unstructured); ok {
-		u := &unstructured.Unstructured{}
-		u.SetGroupVersionKind(p.gvks[i])
-		live = u
-	} else {
-		o, err := p.s.client.Scheme().New(p.gvks[i])
-		if err != nil {
-			return nil
-		}
-		if live, _ = o.(client.Object); live == nil {
-			return nil
-		}
-	}
-	if err := p.s.client.Get(p.ctx, client.ObjectKeyFromObject(obj), live, client.UnsafeDisableDeepCopy); err != nil {
-		return nil
-	}
-	return live
 }
 
 // healthOf says a child's health from obj.
