@@ -79,8 +79,10 @@ type Set struct {
 	// does. Nil: a detector of the Set's own with drift's defaults, so
 	// that a Set never writes in a loop; set one to change its settings.
 	HotLoops *drift.HotLoopDetector
-	// Clock tells the hot-loop detector the time. Nil: the real clock.
-	Clock clock.PassiveClock
+	// Clock tells the hot-loop detector the time, and times the wake-ups
+	// of [Set.EnqueueWaiting] after a CustomResourceDefinition's event.
+	// Nil: the real clock.
+	Clock clock.Clock
 	// APIReader is the drift.Writer's: it reads whole an object the cache
 	// keeps in part (diet.Fields). Nil: such a child is an error.
 	APIReader client.Reader
@@ -177,6 +179,14 @@ func (s *Set) tooling() string {
 	return s.fieldOwner + "/v1"
 }
 
+// clock returns the Set's clock.
+func (s *Set) clock() clock.Clock {
+	if s.Clock != nil {
+		return s.Clock
+	}
+	return clock.RealClock{}
+}
+
 // propagation returns the propagation policy of prunes.
 func (s *Set) propagation() metav1.DeletionPropagation {
 	if s.Propagation == "" {
@@ -189,7 +199,7 @@ func (s *Set) propagation() metav1.DeletionPropagation {
 func (s *Set) drift() *drift.Writer {
 	s.once.Do(func() {
 		w := drift.NewWriter(s.client, s.fieldOwner)
-		w.Clock, w.APIReader = s.Clock, s.APIReader
+		w.Clock, w.APIReader = s.clock(), s.APIReader
 		w.HotLoops = s.HotLoops
 		if w.HotLoops == nil {
 			s.hotLoops.Recorder = s.Recorder

@@ -5,12 +5,15 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -20,21 +23,36 @@ import (
 // waitIndex remembers which parents wait for a kind of which API group to
 // be installed, so that a CustomResourceDefinition's event wakes exactly
 // them. A parent is forgotten when an Apply finds it waits for nothing,
-// beyond the bound, and when an event of its group finds it woken by an
-// earlier event and not heard of since: its reconcile did not call Apply
-// (it is gone), or it is running, and is enqueued once more by this event.
-// So an event that arrives while the parent's reconcile runs (a CRD
-// created, then Established) is never lost.
+// and beyond the bound (a parent deleted while it waited, whose reconcile
+// no longer calls Apply, goes then).
 type waitIndex struct {
 	mu       sync.Mutex
 	byGroup  map[string]map[types.NamespacedName]struct{}
-	byParent map[types.NamespacedName]*waiter
+	byParent map[types.NamespacedName][]string
+	// due are the parents whose wake-ups after an event are scheduled.
+	due map[types.NamespacedName]struct{}
 }
 
-// waiter is what the index knows of one parent.
-type waiter struct {
-	groups []string
-	woken  bool // an event enqueued it, and no Apply has reported since
+// schedule reports whether the parent's wake-ups after an event are to be
+// scheduled, and marks them so; false while earlier ones are pending.
+func (w *waitIndex) schedule(parent types.NamespacedName) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, pending := w.due[parent]; pending {
+		return false
+	}
+	if w.due == nil {
+		w.due = map[types.NamespacedName]struct{}{}
+	}
+	w.due[parent] = struct{}{}
+	return true
+}
+
+// scheduled records that the parent's last wake-up has fired.
+func (w *waitIndex) scheduled(parent types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.due, parent)
 }
 
 // set records that parent waits for the groups (none: it waits for
@@ -48,7 +66,7 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 	}
 	if w.byGroup == nil {
 		w.byGroup = map[string]map[types.NamespacedName]struct{}{}
-		w.byParent = map[types.NamespacedName]*waiter{}
+		w.byParent = map[types.NamespacedName][]string{}
 	}
 	for p := range w.byParent {
 		if len(w.byParent) < limit {
@@ -58,7 +76,7 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 	}
 	slices.Sort(groups)
 	groups = slices.Compact(groups)
-	w.byParent[parent] = &waiter{groups: groups}
+	w.byParent[parent] = groups
 	for _, g := range groups {
 		if w.byGroup[g] == nil {
 			w.byGroup[g] = map[types.NamespacedName]struct{}{}
@@ -68,32 +86,22 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 }
 
 func (w *waitIndex) forgetLocked(parent types.NamespacedName) {
-	if wt := w.byParent[parent]; wt != nil {
-		for _, g := range wt.groups {
-			delete(w.byGroup[g], parent)
-			if len(w.byGroup[g]) == 0 {
-				delete(w.byGroup, g)
-			}
+	for _, g := range w.byParent[parent] {
+		delete(w.byGroup[g], parent)
+		if len(w.byGroup[g]) == 0 {
+			delete(w.byGroup, g)
 		}
 	}
 	delete(w.byParent, parent)
 }
 
-// wake returns the parents waiting for group, sorted, marks them woken,
-// and forgets those an earlier event woke already.
-func (w *waitIndex) wake(group string) []types.NamespacedName {
+// waiting returns the parents waiting for group, sorted.
+func (w *waitIndex) waiting(group string) []types.NamespacedName {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []types.NamespacedName
+	out := make([]types.NamespacedName, 0, len(w.byGroup[group]))
 	for p := range w.byGroup[group] {
 		out = append(out, p)
-	}
-	for _, p := range out {
-		if wt := w.byParent[p]; wt.woken {
-			w.forgetLocked(p)
-		} else {
-			wt.woken = true
-		}
 	}
 	slices.SortFunc(out, func(a, b types.NamespacedName) int { return cmpStrings(a.Namespace, b.Namespace, a.Name, b.Name) })
 	return out
@@ -106,6 +114,12 @@ func (w *waitIndex) len() int {
 	return len(w.byParent)
 }
 
+// discoveryLag is when a parent woken by a CustomResourceDefinition's event
+// is woken again: the API server serves a new kind a moment after its CRD
+// is Established (its discovery is updated asynchronously), and no event
+// says when.
+var discoveryLag = []time.Duration{time.Second, 5 * time.Second, 15 * time.Second}
+
 // EnqueueWaiting returns the event handler that wakes the parents whose
 // children wait for their kind to be installed, when a
 // CustomResourceDefinition of that kind's group is created, changes (it
@@ -115,24 +129,69 @@ func (w *waitIndex) len() int {
 //	ctrl.NewControllerManagedBy(mgr).For(&v1.WebApp{}).
 //		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, set.EnqueueWaiting())
 //
-// It enqueues only parents this Set saw waiting. A parent is forgotten once
-// an Apply finds it waits for nothing, or when a second event of its group
-// finds it not heard of since the first (it is gone). No parent waits on a
-// timer: without this watch, a parent waiting for a kind wakes at its next
-// resync.
+// It enqueues only the parents this Set saw waiting for a kind of the
+// group, at once and again 1, 5 and 15 seconds later (by the Set's Clock):
+// the API server's discovery serves a new kind a moment after its CRD is
+// Established, with no event of its own, and a reconcile in that moment
+// still finds the kind missing. A parent already due for a wake-up gets no
+// second one; one that no longer waits costs a reconcile that sends
+// nothing. A parent is
+// remembered until an Apply finds it waits for nothing (or MaxWaiting
+// parents are remembered). No parent waits on a timer otherwise: without
+// this watch, a parent waiting for a kind wakes at its next resync.
 func (s *Set) EnqueueWaiting() handler.EventHandler {
-	return handler.EnqueueRequestsFromMapFunc(func(_ context.Context, crd client.Object) []reconcile.Request {
-		_, group, ok := strings.Cut(crd.GetName(), ".")
-		if !ok {
-			return nil
+	return waitingHandler{s}
+}
+
+// waitingHandler is the handler of EnqueueWaiting.
+type waitingHandler struct{ s *Set }
+
+func (h waitingHandler) Create(_ context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.wake(e.Object, q)
+}
+
+func (h waitingHandler) Update(_ context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.wake(e.ObjectNew, q)
+}
+
+func (h waitingHandler) Delete(_ context.Context, e event.DeleteEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.wake(e.Object, q)
+}
+
+func (h waitingHandler) Generic(_ context.Context, e event.GenericEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	h.wake(e.Object, q)
+}
+
+// wake enqueues the parents waiting for crd's group, now and after each
+// discoveryLag.
+func (h waitingHandler) wake(crd client.Object, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+	if crd == nil {
+		return
+	}
+	_, group, ok := strings.Cut(crd.GetName(), ".")
+	if !ok {
+		return
+	}
+	for _, p := range h.s.waiting.waiting(group) {
+		req := reconcile.Request{NamespacedName: p}
+		q.Add(req)
+		if !h.s.waiting.schedule(p) {
+			continue // its wake-ups are on their way
 		}
-		parents := s.waiting.wake(group)
-		reqs := make([]reconcile.Request, len(parents))
-		for i, p := range parents {
-			reqs[i] = reconcile.Request{NamespacedName: p}
-		}
-		return reqs
-	})
+		// A timer of the Set's clock, not the queue's AddAfter: a queue may
+		// merge a later add of a request into the one pending now, and
+		// drop the later time.
+		go func() {
+			defer h.s.waiting.scheduled(p)
+			var waited time.Duration
+			for _, d := range discoveryLag {
+				t := h.s.clock().NewTimer(d - waited)
+				<-t.C()
+				waited = d
+				q.Add(req)
+			}
+		}()
+	}
 }
 
 // notInstalled reports whether err says the API server serves no such

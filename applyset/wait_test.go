@@ -193,9 +193,8 @@ func TestKindNotInstalledWaits(t *testing.T) {
 		t.Errorf("the parent records kinds %q; a kind not installed has no member to record", k)
 	}
 
-	// The CRD appears: its event wakes exactly the waiting parent. A
-	// second event (Established) wakes it again, in case its reconcile was
-	// running; a parent not heard of since is then forgotten.
+	// The CRD appears: its events wake exactly the waiting parent, each of
+	// them (a burst of events before the reconcile runs loses none).
 	crd := &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
@@ -209,14 +208,10 @@ func TestKindNotInstalledWaits(t *testing.T) {
 	if err := c.Create(t.Context(), crd); err != nil {
 		t.Fatal(err)
 	}
-	if got := enqueued(t, set, crd); !cmp.Equal(got, []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(parent)}}) {
-		t.Errorf("the CRD's event enqueued %v, want the parent", got)
-	}
-	if got := enqueued(t, set, crd); len(got) != 1 {
-		t.Errorf("a second event enqueued %v, want the parent again", got)
-	}
-	if got := enqueued(t, set, crd); len(got) != 0 {
-		t.Errorf("a third event enqueued %v; the parent, not heard of since the first, is forgotten", got)
+	for range 2 {
+		if got := enqueued(t, set, crd); !cmp.Equal(got, []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(parent)}}) {
+			t.Errorf("the CRD's event enqueued %v, want the parent", got)
+		}
 	}
 	// Established takes a moment; until then the Gadget still waits.
 	err = wait.PollUntilContextTimeout(t.Context(), 100*1e6, 30*1e9, true, func(ctx context.Context) (bool, error) {
