@@ -367,14 +367,14 @@ func (p *pass) writeChild(i int) Outcome {
 		out.Action, st.written = ActionPatch, true
 		out.Paths = d.Drift.Paths
 		var managers []string
-		out.Corrected, managers = corrected(live, d.Drift.Paths, append([]string{p.s.fieldOwner}, p.s.Replaces...))
+		out.Corrected, managers = corrected(live, d.Drift.Paths, p.s.fieldOwner, p.s.Replaces)
 		if len(out.Corrected) > 0 && !p.plan {
 			p.s.driftCorrected(p.parent, obj, n.ref, out.Corrected, managers)
 		}
 	default:
 		out.Action = ActionUnchanged
 	}
-	h, err := p.s.healthOf(ch, n.ref, obj, p.plan)
+	h, err := healthOf(ch, n.ref, obj)
 	if err != nil {
 		return p.fail(st, out, err)
 	}
@@ -453,17 +453,12 @@ func (p *pass) own(n node, obj client.Object) ([]drift.Option, error) {
 }
 
 // healthOf says a child's health from obj.
-func (s *Set) healthOf(ch Child, ref Ref, obj client.Object, plan bool) (health.Health, error) {
-	var h health.Health
-	var err error
-	switch {
-	case ch.Health != nil:
-		h, err = ch.Health(obj)
-	case plan:
-		h, err = health.Of(obj) // a plan is not a write the Tracker must remember
-	default:
-		h, err = s.healths.Of(obj)
+func healthOf(ch Child, ref Ref, obj client.Object) (health.Health, error) {
+	fn := ch.Health
+	if fn == nil {
+		fn = health.Of
 	}
+	h, err := fn(obj)
 	if err != nil {
 		return health.Health{}, err
 	}

@@ -33,10 +33,11 @@ type Child struct {
 	DependsOn []client.Object
 	// Health reads the child's health from the object the server returned
 	// (or the cache holds), for the parent's conditions and for the
-	// children that depend on it. Nil: health.Of, through a health.Tracker
-	// of the Set (never Current on a cached copy older than the Set's own
-	// write). [Exists] is Current as soon as the object exists, for an
-	// object whose status says nothing (a custom resource without one).
+	// children that depend on it. Nil: health.Of (never Current on a
+	// cached copy older than the Set's own write when the Set's client is
+	// guarded by a freshness.Tracker, as [New] says). [Exists] is Current
+	// as soon as the object exists, for an object whose status says nothing
+	// (a custom resource without one).
 	Health HealthFunc
 	// Options are options of the drift.Writer's call for this child
 	// (drift.CompareOptions, drift.Adopt, drift.OptimisticLock). The Set

@@ -121,7 +121,9 @@
 // for the children the parent controls, ownership.EnqueueLinkedOwner for
 // those linked across namespaces), so that reads are served by the cache
 // and a child's change wakes its parent. Build the manager's client with
-// freshness.Tracker.NewClient, so that its lists follow its own writes.
+// freshness.Tracker.NewClient, so that its reads and lists follow its own
+// writes: a child's health (health.Of of what the Set read or wrote) is
+// then never that of a copy older than the Set's last write of it.
 // The cache must keep managedFields (diet.ManagedFields keeps what the Set
 // reads; a cache that strips them turns pruning off for every member:
 // none can be shown to be the Set's). A kind of unstructured children is

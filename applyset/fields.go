@@ -1,69 +1,54 @@
 package applyset
 
 import (
-	"bytes"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 	"sigs.k8s.io/structured-merge-diff/v6/value"
+
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // What metadata.managedFields says of who set what, for two questions: did
 // the Set write this object (its field owner owns the PartOfLabel), and did
 // someone else change a drifted field (another manager owns it now). The
-// entries are parsed with structured-merge-diff's fieldpath, as packages
-// compare and drift parse them; only on these rare paths (a prune
-// candidate, a drifted child), never on a converged one.
+// entries are decoded, and which are ours decided, by the library's one
+// reading of managedFields (internal/managedfields), as packages compare
+// and drift read them; only on these rare paths (a prune candidate, a
+// drifted child), never on a converged one.
 
 // partOfPath is the PartOfLabel's path in managedFields.
 var partOfPath = fieldpath.MakePathOrDie("metadata", "labels", PartOfLabel)
 
-// decode parses one entry's fields; malformed input is an error, never a
-// panic.
-func decode(e *metav1.ManagedFieldsEntry) (s *fieldpath.Set, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("applyset: malformed managedFields entry of %q", e.Manager)
-		}
-	}()
-	s = &fieldpath.Set{}
-	if raw := e.FieldsV1.GetRawBytes(); len(raw) > 0 {
-		if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
-			return nil, err
-		}
-	}
-	return s, nil
-}
-
 // wrote reports whether fieldOwner set obj's PartOfLabel: an entry of its
 // own, of the main resource, owns the label. An object that copied the
-// label from one of ours, by any other field manager, did not.
+// label from one of ours, by any other field manager, did not. A
+// malformed entry owns nothing.
 func wrote(obj client.Object, fieldOwner string) bool {
-	for i := range obj.GetManagedFields() {
-		e := &obj.GetManagedFields()[i]
-		if e.Manager != fieldOwner || e.Subresource != "" {
-			continue
+	q := managedfields.Query{Owner: fieldOwner, AnyOperation: true}
+	found := false
+	managedfields.Each(obj, nil, func(e managedfields.Entry) bool {
+		if q.Own(&e) {
+			s, err := managedfields.Decode(&e)
+			found = err == nil && s.Has(partOfPath)
 		}
-		if s, err := decode(e); err == nil && s.Has(partOfPath) {
-			return true
-		}
-	}
-	return false
+		return !found
+	})
+	return found
 }
 
 // corrected returns the drifted paths of live that a field manager other
-// than ours (and than those we replace) owns, at, above or beneath the
+// than fieldOwner and those it replaces owns, at, above or beneath the
 // path, and those managers, sorted: fields someone else changed since we
 // last wrote them. A field we still own whose value differs is our own
 // change of what we want, and a field nobody owns (removed by someone, or
 // new in desired) cannot be told apart: neither is returned. Status entries
 // do not count.
-func corrected(live client.Object, paths []string, ours []string) (fields, managers []string) {
+func corrected(live client.Object, paths []string, fieldOwner string, replaces []string) (fields, managers []string) {
 	if live == nil || len(paths) == 0 {
 		return nil, nil
 	}
@@ -71,32 +56,34 @@ func corrected(live client.Object, paths []string, ours []string) (fields, manag
 	for i, p := range paths {
 		parsed[i] = parsePath(p)
 	}
+	q := managedfields.Query{Owner: fieldOwner, Replaces: managedfields.NewManagers(replaces...), AnyOperation: true}
 	hit := make([]bool, len(paths))
-	for i := range live.GetManagedFields() {
-		e := &live.GetManagedFields()[i]
-		if slices.Contains(ours, e.Manager) || e.Subresource == "status" {
-			continue
+	others := map[string]bool{}
+	managedfields.Each(live, nil, func(e managedfields.Entry) bool {
+		if q.Ours(&e) || e.Subresource == "status" {
+			return true
 		}
-		s, err := decode(e)
+		s, err := managedfields.Decode(&e)
 		if err != nil {
-			continue
+			return true
 		}
-		found := false
 		s.Iterate(func(m fieldpath.Path) {
 			for j, p := range parsed {
 				if related(p, m) {
-					hit[j], found = true, true
+					hit[j] = true
+					others[e.Manager] = true
 				}
 			}
 		})
-		if found && !slices.Contains(managers, e.Manager) {
-			managers = append(managers, e.Manager)
-		}
-	}
+		return true
+	})
 	for j, h := range hit {
 		if h {
 			fields = append(fields, paths[j])
 		}
+	}
+	for m := range others {
+		managers = append(managers, m)
 	}
 	slices.Sort(managers)
 	return fields, managers

@@ -15,7 +15,6 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/drift"
 	"github.com/reconcilekit/reconcilekit/errors"
-	"github.com/reconcilekit/reconcilekit/health"
 )
 
 // The labels and annotations of KEP-3659 (kubectl's ApplySet) that a Set
@@ -108,7 +107,6 @@ type Set struct {
 	once     sync.Once
 	writer   *drift.Writer
 	hotLoops drift.HotLoopDetector // when HotLoops is nil
-	healths  health.Tracker
 	waiting  waitIndex
 }
 
@@ -120,9 +118,12 @@ type Set struct {
 // wrapping errors.ErrNoFieldOwner, classed permanent.
 //
 // Give it a client whose reads follow its own writes (the manager's client
-// built with freshness.Tracker.NewClient): a list of a kind that misses a
-// child this process created a moment ago could drop the kind from the
-// parent's annotation before the child is pruned.
+// built with freshness.Tracker.NewClient, or tracker.Wrap(mgr.GetClient())):
+// a list of a kind that misses a child this process created a moment ago
+// could drop the kind from the parent's annotation before the child is
+// pruned, and a child's health read from a cached copy older than the
+// Set's last write of it could say Current for the spec before, letting
+// what depends on it go first.
 func New(c client.Client, fieldOwner string) *Set {
 	return &Set{client: c, fieldOwner: fieldOwner}
 }

@@ -12,6 +12,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // ErrNotComparable is returned (wrapped) by [Diff] and [Overlay] when
@@ -88,7 +90,7 @@ func (c Comparison) Fingerprint() uint64 {
 //     even to 0 or false) or, for maps and lists, [Own].
 //     Map values and list elements are always compared, zero or not.
 //   - apiVersion, kind, status and metadata other than labels and
-//     annotations are ignored ([CompareStatus], [CompareOwnerReferences]).
+//     annotations are ignored ([IncludeStatus], [IncludeOwnerReferences]).
 //   - resource.Quantity compares by value ("1Gi" equals "1024Mi");
 //     metav1.Time to the second and metav1.MicroTime to the microsecond,
 //     as they travel on the wire.
@@ -207,10 +209,10 @@ func (p *pair) owners(cfg *options, actual any) {
 	if cfg.fieldOwner == "" {
 		return
 	}
-	q := ownedQuery{owner: cfg.fieldOwner, replaced: cfg.replaced, applyOnly: cfg.applyOnly}
+	q := managedfields.Query{Owner: cfg.fieldOwner, Replaces: cfg.replaced, ApplyOnly: cfg.applyOnly}
 	gvk, jt := kindOf(cfg.scheme, actual, p.am)
 	if !gvk.Empty() {
-		q.apiVersion = apiVersionOf(gvk.GroupVersion())
+		q.APIVersion = apiVersionOf(gvk.GroupVersion())
 	}
 	if p.unstr {
 		p.own = ownedFor(&q, nil, p.am)

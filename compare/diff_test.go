@@ -252,15 +252,15 @@ func TestDiffTyped(t *testing.T) {
 			wantPaths: []string{"spec.template.spec.containers[name=web].resources.limits[memory]"},
 		},
 		{
-			name: "status is drift only with CompareStatus",
+			name: "status is drift only with IncludeStatus",
 			desired: func(d *appsv1.Deployment) {
 				d.Status.Replicas = 3
 			},
 		},
 		{
-			name:      "status is drift with CompareStatus",
+			name:      "status is drift with IncludeStatus",
 			desired:   func(d *appsv1.Deployment) { d.Status.Replicas = 3 },
-			opts:      []compare.Option{compare.CompareStatus()},
+			opts:      []compare.Option{compare.IncludeStatus()},
 			wantPaths: []string{"status.replicas"},
 		},
 		{
@@ -294,14 +294,14 @@ func TestDiffTyped(t *testing.T) {
 			},
 		},
 		{
-			name: "owner references are matched by uid with CompareOwnerReferences",
+			name: "owner references are matched by uid with IncludeOwnerReferences",
 			actual: func(a *appsv1.Deployment) {
 				a.OwnerReferences = []metav1.OwnerReference{{UID: "1", Name: "o", Kind: "K", APIVersion: "v1"}}
 			},
 			desired: func(d *appsv1.Deployment) {
 				d.OwnerReferences = []metav1.OwnerReference{{UID: "2", Name: "p", Kind: "K", APIVersion: "v1"}}
 			},
-			opts:      []compare.Option{compare.CompareOwnerReferences()},
+			opts:      []compare.Option{compare.IncludeOwnerReferences()},
 			wantPaths: []string{"metadata.ownerReferences[uid=2]"},
 		},
 		{
@@ -425,6 +425,22 @@ func TestDiffUnstructured(t *testing.T) {
 			name:    "numbers compare by value across int64 and float64",
 			desired: map[string]any{"spec": map[string]any{"replicas": int64(2)}},
 			actual:  map[string]any{"spec": map[string]any{"replicas": float64(2)}},
+		},
+		{
+			name:      "integers above 2^53 compare exactly",
+			desired:   map[string]any{"spec": map[string]any{"id": int64(1<<53 + 1)}},
+			actual:    map[string]any{"spec": map[string]any{"id": int64(1 << 53)}},
+			wantPaths: []string{"spec.id"},
+		},
+		{
+			name:    "a float32 built by hand is a number like any other",
+			desired: map[string]any{"spec": map[string]any{"replicas": float32(2), "ratio": float32(0.5)}},
+			actual:  map[string]any{"spec": map[string]any{"replicas": int64(2), "ratio": float64(0.5)}},
+		},
+		{
+			name:    "a float32 limit compares as a quantity",
+			desired: map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": float32(2), "memory": int32(1024)}}}},
+			actual:  map[string]any{"spec": map[string]any{"resources": map[string]any{"limits": map[string]any{"cpu": "2", "memory": "1Ki"}}}},
 		},
 		{
 			name:    "resource limits compare as quantities",

@@ -22,9 +22,9 @@
 //	c, err := compare.Diff(desired, live, compare.Rules(compare.KubernetesRules()...),
 //		compare.WithFieldOwner("app-controller"), compare.WithScheme(scheme))
 //
-// [IgnorePaths], [CompareStatus], [IgnoreStatus],
-// [CompareOwnerReferences], [Own], [ListKey] and [CmpOptions] say how to
-// compare; [WithFieldOwner], [Replaced] and [OnlyApplied] say which fields
+// [IgnorePaths], [IncludeStatus], [IgnoreStatus],
+// [IncludeOwnerReferences], [Own], [ListKey] and [CmpOptions] say how to
+// compare; [WithFieldOwner], [Replaces] and [OnlyApplied] say which fields
 // of managedFields are ours, and [StrategicMerge] which of them a strategic
 // merge patch can remove; [WithScheme] says where kinds are looked up;
 // [Rules] pass what the API server defaults that neither Go types nor JSON
@@ -57,7 +57,7 @@
 // the duplicate name). So Diff also reads the actual object's
 // metadata.managedFields, where the API server records, per field manager
 // and operation, the fields each last wrote, and takes the entries of
-// [WithFieldOwner]'s name (and of the managers [Replaced] names) for ours.
+// [WithFieldOwner]'s name (and of the managers [Replaces] names) for ours.
 // What we own and desired no longer sets is drift, reported with its path
 // ("spec.template.spec.containers[name=web].env[name=LOG]"; a list element
 // by the key the API server gives it, "ports[containerPort=8080,protocol=TCP]"),

@@ -3,11 +3,12 @@ package compare
 import (
 	"fmt"
 	"reflect"
-	"slices"
 	"strings"
 
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // Option configures [Diff] and [Overlay]. Options are plain values: build
@@ -28,10 +29,10 @@ type options struct {
 	// a program that never asks for go-cmp does not link it (see
 	// CmpOptions).
 	cmpEqual   func(a, d reflect.Value, opts []cmp.Option) bool
-	fieldOwner string // WithFieldOwner; "" means none: nothing is ours
-	replaced   string // Replaced's names (replacedSet), whose entries are ours whole
-	applyOnly  bool   // OnlyApplied: only our Apply entry counts
-	smp        bool   // StrategicMerge: the drift is written by a strategic merge patch
+	fieldOwner string                 // WithFieldOwner; "" means none: nothing is ours
+	replaced   managedfields.Managers // Replaces' names, whose entries are ours whole
+	applyOnly  bool                   // OnlyApplied: only our Apply entry counts
+	smp        bool                   // StrategicMerge: the drift is written by a strategic merge patch
 	scheme     *runtime.Scheme
 	keys       []KeyDefault    // Rules
 	copied     []CopiedDefault // Rules
@@ -81,23 +82,23 @@ func IgnorePaths(paths ...string) Option {
 	return func(c *options) { c.addPatterns(&c.ignore, paths) }
 }
 
-// CompareStatus makes [Diff] compare the status field, which it ignores by
+// IncludeStatus makes [Diff] compare the status field, which it ignores by
 // default. [IgnoreStatus] undoes it.
-func CompareStatus() Option {
+func IncludeStatus() Option {
 	return func(c *options) { c.compareStatus = true }
 }
 
 // IgnoreStatus makes [Diff] ignore the status field, as it does by default:
-// it undoes a [CompareStatus] given before it. A writer of the main resource
+// it undoes a [IncludeStatus] given before it. A writer of the main resource
 // (package drift's) passes it last, since status belongs to the status
 // subresource whatever its caller's options say.
 func IgnoreStatus() Option {
 	return func(c *options) { c.compareStatus = false }
 }
 
-// CompareOwnerReferences makes [Diff] compare metadata.ownerReferences
+// IncludeOwnerReferences makes [Diff] compare metadata.ownerReferences
 // (matched by uid), which it ignores by default.
-func CompareOwnerReferences() Option {
+func IncludeOwnerReferences() Option {
 	return func(c *options) { c.compareOwnerRefs = true }
 }
 
@@ -165,20 +166,19 @@ func WithFieldOwner(name string) Option {
 	return func(c *options) { c.fieldOwner = name }
 }
 
-// Replaced makes the managedFields entries of the given field managers ours
+// Replaces makes the managedFields entries of the given field managers ours
 // too, whole and whatever their operation, as if [WithFieldOwner]'s name
 // had written them: the controller an operator replaces, whose fields it
 // takes over. Package drift passes it for the managers of drift.Replaces on
 // the objects its Owner controls. Without WithFieldOwner it does nothing.
-func Replaced(managers ...string) Option {
-	names := slices.DeleteFunc(slices.Clone(managers), func(m string) bool { return m == "" })
-	set := replacedSet(names)
+func Replaces(managers ...string) Option {
+	set := managedfields.NewManagers(managers...)
 	return func(c *options) {
 		if c.replaced == "" {
 			c.replaced = set
 			return
 		}
-		c.replaced = replacedSet(append(strings.Split(c.replaced, "\x00"), names...))
+		c.replaced = c.replaced.Union(set)
 	}
 }
 

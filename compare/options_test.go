@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // TestOwnMatchesAKeyedListByKeyAndAnyOtherListInOrder: Own makes the
@@ -97,6 +98,28 @@ func TestRulesThatCannotWorkAreAnError(t *testing.T) {
 	}
 }
 
+// TestKeyDefaultsOfOptionsAreTheComparisonsRules: what package drift's
+// partial takeover matches list elements by (internal/managedfields'
+// KeyDefaultsOf) are the KeyDefault rules a comparison with the same
+// options applies, every Rules option's, in order.
+func TestKeyDefaultsOfOptionsAreTheComparisonsRules(t *testing.T) {
+	opts := []compare.Option{
+		compare.Rules(compare.KubernetesRules()...),
+		compare.IgnorePaths("spec.paused"),
+		compare.Rules(compare.KeyDefault{Field: "zone", Value: "a"}),
+	}
+	want := []managedfields.KeyDefault{{Field: "protocol", Value: "TCP"}, {Field: "zone", Value: "a"}}
+	if diff := cmp.Diff(want, managedfields.KeyDefaultsOf(opts)); diff != "" {
+		t.Errorf("KeyDefaultsOf (-want +got):\n%s", diff)
+	}
+	if got := managedfields.KeyDefaultsOf([]compare.Option{compare.IgnoreStatus()}); len(got) != 0 {
+		t.Errorf("KeyDefaultsOf without Rules = %v, want none", got)
+	}
+	if got := managedfields.KeyDefaultsOf("not options"); len(got) != 0 {
+		t.Errorf("KeyDefaultsOf of a string = %v, want none", got)
+	}
+}
+
 func TestOverlayNeedsAnActualItCanChange(t *testing.T) {
 	if err := compare.Overlay(*webDeployment(), *webDeployment()); !errors.Is(err, compare.ErrNotComparable) {
 		t.Errorf("Overlay of struct values: %v, want ErrNotComparable", err)
@@ -106,7 +129,7 @@ func TestOverlayNeedsAnActualItCanChange(t *testing.T) {
 	}
 }
 
-func TestIgnoreStatusUndoesCompareStatus(t *testing.T) {
+func TestIgnoreStatusUndoesIncludeStatus(t *testing.T) {
 	desired := webDeployment()
 	desired.Status.Replicas = 2
 	actual := webDeployment()
@@ -116,9 +139,9 @@ func TestIgnoreStatusUndoesCompareStatus(t *testing.T) {
 		want []string
 	}{
 		{name: "default"},
-		{name: "CompareStatus", opts: []compare.Option{compare.CompareStatus()}, want: []string{"status.replicas"}},
-		{name: "CompareStatus, then IgnoreStatus", opts: []compare.Option{compare.CompareStatus(), compare.IgnoreStatus()}},
-		{name: "IgnoreStatus, then CompareStatus", opts: []compare.Option{compare.IgnoreStatus(), compare.CompareStatus()}, want: []string{"status.replicas"}},
+		{name: "IncludeStatus", opts: []compare.Option{compare.IncludeStatus()}, want: []string{"status.replicas"}},
+		{name: "IncludeStatus, then IgnoreStatus", opts: []compare.Option{compare.IncludeStatus(), compare.IgnoreStatus()}},
+		{name: "IgnoreStatus, then IncludeStatus", opts: []compare.Option{compare.IgnoreStatus(), compare.IncludeStatus()}, want: []string{"status.replicas"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := compare.Diff(desired, actual, tt.opts...)
@@ -161,7 +184,7 @@ func TestFingerprintIsTheDriftToWrite(t *testing.T) {
 	}
 }
 
-// TestFieldOwnerOptions: Replaced, OnlyApplied and StrategicMerge, the
+// TestFieldOwnerOptions: Replaces, OnlyApplied and StrategicMerge, the
 // options package drift's writers pass, on objects as the API server
 // returns them.
 func TestFieldOwnerOptions(t *testing.T) {
@@ -193,10 +216,10 @@ func TestFieldOwnerOptions(t *testing.T) {
 		want            []string
 	}{
 		{name: "a replaced manager's entry is not ours", desired: desired, actual: live(envEntry("manager", "Update"))},
-		{name: "Replaced makes it ours", desired: desired, actual: live(envEntry("manager", "Update")),
-			opts: []compare.Option{compare.Replaced("manager")}, want: []string{logPath}},
-		{name: "Replaced twice adds up", desired: desired, actual: live(envEntry("manager", "Update")),
-			opts: []compare.Option{compare.Replaced("kubectl-edit"), compare.Replaced("", "manager")}, want: []string{logPath}},
+		{name: "Replaces makes it ours", desired: desired, actual: live(envEntry("manager", "Update")),
+			opts: []compare.Option{compare.Replaces("manager")}, want: []string{logPath}},
+		{name: "Replaces twice adds up", desired: desired, actual: live(envEntry("manager", "Update")),
+			opts: []compare.Option{compare.Replaces("kubectl-edit"), compare.Replaces("", "manager")}, want: []string{logPath}},
 		{name: "our Update entry counts", desired: desired, actual: live(envEntry(testOwner, "Update")), want: []string{logPath}},
 		{name: "OnlyApplied: our Update entry does not", desired: desired, actual: live(envEntry(testOwner, "Update")),
 			opts: []compare.Option{compare.OnlyApplied()}},

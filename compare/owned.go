@@ -2,8 +2,6 @@ package compare
 
 import (
 	"bytes"
-	"encoding/json"
-	"errors"
 	"hash/maphash"
 	"maps"
 	"math"
@@ -17,13 +15,18 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/reconcilekit/reconcilekit/internal/jsonnum"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // Owned fields (the rule is in the package documentation, "Fields we wrote
 // before"): this file turns an object's metadata.managedFields into the tree
-// of what our field owner owns, which the walk consults (owned_walk.go). The
-// entries are parsed with structured-merge-diff's fieldpath.Set and the tree
-// is memoized by content, so a converged object costs a hash and a compare.
+// of what our field owner owns, which the walk consults (owned_walk.go).
+// Which entries are ours, and their fields, come from internal/managedfields
+// (the library's one decoder, with structured-merge-diff's fieldpath.Set);
+// the tree is memoized by content, so a converged object costs a hash and a
+// compare.
 
 // ownedNode is one node of the fields we own, compiled once per
 // managedFields content (see ownedFor) and shared, read-only, by every walk
@@ -186,10 +189,10 @@ func (k *ownedKey) matches(v reflect.Value, keys []KeyDefault) bool {
 		s, ok := k.value.(string)
 		return ok && s == v.String()
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
-		i, ok := toInt(k.value)
+		i, ok := jsonnum.Int(k.value)
 		return ok && i == v.Int()
 	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		i, ok := toInt(k.value)
+		i, ok := jsonnum.Int(k.value)
 		return ok && i >= 0 && uint64(i) == v.Uint()
 	case reflect.Bool:
 		b, ok := k.value.(bool)
@@ -248,81 +251,10 @@ func childSet(s *fieldpath.Set, pe fieldpath.PathElement) *fieldpath.Set {
 	return c
 }
 
-// ownedQuery is what decides which managedFields entries are ours.
-type ownedQuery struct {
-	owner      string
-	replaced   string // managers whose entries are ours too (replacedSet), any operation
-	applyOnly  bool   // OnlyApplied: only our Apply entry (and replaced entries)
-	apiVersion string // our entries must be of this version; "" for any
-}
-
-// entry is one managedFields entry, from a typed object (raw) or from
-// unstructured content (tree, the decoded fieldsV1).
-type entry struct {
-	manager, operation, apiVersion, subresource string
-	raw                                         []byte
-	tree                                        any
-}
-
-// ours reports whether e is one of our entries under q. An entry of a
-// replaced manager counts by its own operation, also with OnlyApplied:
-// package drift's EnsureApplied, which passes both, moves it into our Apply
-// entry in the write that follows (see drift.Replaces).
-func (q *ownedQuery) ours(e *entry) bool {
-	if e.subresource != "" || q.apiVersion != "" && e.apiVersion != q.apiVersion {
-		return false
-	}
-	apply, update := e.operation == string(metav1.ManagedFieldsOperationApply), e.operation == string(metav1.ManagedFieldsOperationUpdate)
-	switch {
-	case e.manager == q.owner:
-		return apply || !q.applyOnly && update
-	case q.replaced != "" && replacedHas(q.replaced, e.manager):
-		return apply || update
-	}
-	return false
-}
-
-// entries calls f with each managedFields entry of obj (typed or
-// unstructured content), without allocating, until f returns false.
-func entries(obj any, content map[string]any, f func(entry) bool) {
-	if content != nil {
-		meta, _ := content["metadata"].(map[string]any)
-		list, _ := meta["managedFields"].([]any)
-		for _, v := range list {
-			m, _ := v.(map[string]any)
-			e := entry{tree: m["fieldsV1"]}
-			e.manager, _ = m["manager"].(string)
-			e.operation, _ = m["operation"].(string)
-			e.apiVersion, _ = m["apiVersion"].(string)
-			e.subresource, _ = m["subresource"].(string)
-			if !f(e) {
-				return
-			}
-		}
-		return
-	}
-	o, ok := obj.(interface {
-		GetManagedFields() []metav1.ManagedFieldsEntry
-	})
-	if !ok {
-		return
-	}
-	for _, mf := range o.GetManagedFields() {
-		e := entry{manager: mf.Manager, operation: string(mf.Operation), apiVersion: mf.APIVersion, subresource: mf.Subresource}
-		e.raw = mf.FieldsV1.GetRawBytes()
-		if !f(e) {
-			return
-		}
-	}
-}
-
-// errBadFields stands for a panic while parsing managedFields.
-var errBadFields = errors.New("compare: malformed managedFields")
-
 // ownedMemo is one compiled managedFields content.
 type ownedMemo struct {
-	query   ownedQuery
-	entries []entry // copies, to verify a hit
+	query   managedfields.Query
+	entries []managedfields.Entry // copies, to verify a hit
 	root    *ownedNode
 }
 
@@ -340,21 +272,21 @@ const ownedMemoSize = 512
 
 // ownedFor returns what we own in the object (typed obj, or unstructured
 // content) under q, nil when nothing.
-func ownedFor(q *ownedQuery, obj any, content map[string]any) *ownedNode {
+func ownedFor(q *managedfields.Query, obj any, content map[string]any) *ownedNode {
 	found := false
-	entries(obj, content, func(e entry) bool { found = q.ours(&e); return !found })
+	managedfields.Each(obj, content, func(e managedfields.Entry) bool { found = q.Ours(&e); return !found })
 	if !found {
 		return nil
 	}
-	key := mix(maphash.String(owned.seed, q.owner) ^ mix(maphash.String(owned.seed, q.apiVersion)) ^ mix(mix(maphash.String(owned.seed, q.replaced))))
-	if q.applyOnly {
+	key := mix(maphash.String(owned.seed, q.Owner) ^ mix(maphash.String(owned.seed, q.APIVersion)) ^ mix(mix(maphash.String(owned.seed, string(q.Replaces)))))
+	if q.ApplyOnly {
 		key = mix(key + 1)
 	}
-	entries(obj, content, func(e entry) bool {
-		for _, s := range [...]string{e.manager, e.operation, e.apiVersion, e.subresource} {
+	managedfields.Each(obj, content, func(e managedfields.Entry) bool {
+		for _, s := range [...]string{e.Manager, e.Operation, e.APIVersion, e.Subresource} {
 			key = mix(key ^ maphash.String(owned.seed, s))
 		}
-		key = mix(key ^ maphash.Bytes(owned.seed, e.raw) ^ hashJSON(e.tree))
+		key = mix(key ^ maphash.Bytes(owned.seed, e.Raw) ^ hashJSON(e.Tree))
 		return true
 	})
 	owned.Lock()
@@ -378,20 +310,20 @@ func ownedFor(q *ownedQuery, obj any, content map[string]any) *ownedNode {
 }
 
 // matches verifies a memo hit against the object's entries.
-func (m *ownedMemo) matches(q *ownedQuery, obj any, content map[string]any) bool {
+func (m *ownedMemo) matches(q *managedfields.Query, obj any, content map[string]any) bool {
 	if m.query != *q {
 		return false
 	}
 	i, same := 0, true
-	entries(obj, content, func(e entry) bool {
+	managedfields.Each(obj, content, func(e managedfields.Entry) bool {
 		if i >= len(m.entries) {
 			same = false
 			return false
 		}
 		s := &m.entries[i]
 		i++
-		same = s.manager == e.manager && s.operation == e.operation && s.apiVersion == e.apiVersion &&
-			s.subresource == e.subresource && bytes.Equal(s.raw, e.raw) && jsonEqual(s.tree, e.tree)
+		same = s.Manager == e.Manager && s.Operation == e.Operation && s.APIVersion == e.APIVersion &&
+			s.Subresource == e.Subresource && bytes.Equal(s.Raw, e.Raw) && jsonEqual(s.Tree, e.Tree)
 		return same
 	})
 	return same && i == len(m.entries)
@@ -400,25 +332,25 @@ func (m *ownedMemo) matches(q *ownedQuery, obj any, content map[string]any) bool
 // compileEntries parses every entry and compiles our tree. An entry that
 // does not parse owns nothing: ours then removes nothing, and another's
 // could own anything, so nothing is removed at all.
-func compileEntries(q *ownedQuery, obj any, content map[string]any) *ownedMemo {
+func compileEntries(q *managedfields.Query, obj any, content map[string]any) *ownedMemo {
 	m := &ownedMemo{query: *q}
 	var update, apply, others *fieldpath.Set
 	broken := false
-	entries(obj, content, func(e entry) bool {
+	managedfields.Each(obj, content, func(e managedfields.Entry) bool {
 		c := e
-		c.raw = bytes.Clone(e.raw)
-		c.tree = runtime.DeepCopyJSONValue(e.tree)
+		c.Raw = bytes.Clone(e.Raw)
+		c.Tree = runtime.DeepCopyJSONValue(e.Tree)
 		m.entries = append(m.entries, c)
-		s, err := parseFields(&e)
+		s, err := managedfields.Decode(&e)
 		switch {
 		case err != nil:
 			broken = true
-		case !q.ours(&e):
-			others = union(others, s)
-		case e.operation == string(metav1.ManagedFieldsOperationApply):
-			apply = union(apply, s)
+		case !q.Ours(&e):
+			others = managedfields.Union(others, s)
+		case e.Operation == string(metav1.ManagedFieldsOperationApply):
+			apply = managedfields.Union(apply, s)
 		default:
-			update = union(update, s)
+			update = managedfields.Union(update, s)
 		}
 		return true
 	})
@@ -426,36 +358,6 @@ func compileEntries(q *ownedQuery, obj any, content map[string]any) *ownedMemo {
 		m.root = compile(update, apply, others)
 	}
 	return m
-}
-
-func union(a, b *fieldpath.Set) *fieldpath.Set {
-	if a == nil {
-		return b
-	}
-	return a.Union(b)
-}
-
-// parseFields decodes one entry's FieldsV1 with structured-merge-diff.
-func parseFields(e *entry) (s *fieldpath.Set, err error) {
-	defer func() {
-		if r := recover(); r != nil { // malformed input must not take the reconciler down
-			s, err = nil, errBadFields
-		}
-	}()
-	raw := e.raw
-	if e.tree != nil {
-		if raw, err = json.Marshal(e.tree); err != nil {
-			return nil, err
-		}
-	}
-	s = &fieldpath.Set{}
-	if len(raw) == 0 {
-		return s, nil
-	}
-	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
-		return nil, err
-	}
-	return s, nil
 }
 
 // hashJSON hashes decoded JSON, independently of map order. Other Go types
@@ -598,26 +500,4 @@ func apiVersionOf(gv schema.GroupVersion) string {
 var apiVersions struct {
 	mu sync.Mutex
 	m  atomic.Pointer[map[schema.GroupVersion]string]
-}
-
-// replacedSet is the names of Replaced as one comparable string, for the
-// owned-fields query and its memo.
-func replacedSet(names []string) string {
-	s := slices.Clone(names)
-	slices.Sort(s)
-	s = slices.Compact(s)
-	return strings.Join(s, "\x00")
-}
-
-// replacedHas reports whether name is one of the names in set (see
-// replacedSet), without allocating.
-func replacedHas(set, name string) bool {
-	for set != "" {
-		var n string
-		n, set, _ = strings.Cut(set, "\x00")
-		if n == name {
-			return true
-		}
-	}
-	return false
 }

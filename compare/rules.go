@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // ErrInvalidRule is returned (wrapped) by [Diff] and [Overlay] when a
@@ -212,6 +214,23 @@ func (c *options) keyDefault(et reflect.Type, key string) (int, string) {
 		}
 	}
 	return -1, ""
+}
+
+func init() {
+	// Package drift's partial takeover finds list elements by the rules of
+	// its comparison: the KeyDefaults of the options a Writer's call
+	// compares with, drift.CompareOptions' included.
+	managedfields.KeyDefaultsOf = func(opts any) []managedfields.KeyDefault {
+		var c options
+		if o, ok := opts.([]Option); ok {
+			c.apply(o)
+		}
+		keys := make([]managedfields.KeyDefault, len(c.keys))
+		for i, k := range c.keys {
+			keys[i] = managedfields.KeyDefault(k)
+		}
+		return keys
+	}
 }
 
 // defaultOf returns the KeyDefault value of the key field name, when a rule

@@ -1,11 +1,12 @@
 package compare
 
 import (
-	"math"
 	"reflect"
 	"strconv"
 
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/reconcilekit/reconcilekit/internal/jsonnum"
 )
 
 // jsonValue compares JSON content d with *ap; name is the field or key d
@@ -176,8 +177,8 @@ func isIdent(s string) bool {
 }
 
 // uscalarEqual compares JSON scalars; numbers compare by value whatever
-// their Go type, and with quantity set, numbers and strings compare as
-// resource quantities.
+// their Go type (package jsonnum: integers exactly, float32 too), and with
+// quantity set, numbers and strings compare as resource quantities.
 func uscalarEqual(d, a any, quantity bool) bool {
 	if quantity {
 		if dq, ok := toQuantity(d); ok {
@@ -194,65 +195,30 @@ func uscalarEqual(d, a any, quantity bool) bool {
 		av, ok := a.(bool)
 		return ok && av == dv
 	}
-	if di, ok := toInt(d); ok {
-		if ai, ok := toInt(a); ok {
-			return di == ai
-		}
+	if eq, numbers := jsonnum.Equal(d, a); numbers {
+		return eq
 	}
-	if df, ok := toFloat(d); ok {
-		if af, ok := toFloat(a); ok {
-			return df == af || math.IsNaN(df) && math.IsNaN(af)
-		}
+	if _, number := jsonnum.Float(d); number {
 		return false
 	}
 	return reflect.DeepEqual(d, a)
 }
 
-func toInt(v any) (int64, bool) {
-	switch v := v.(type) {
-	case int64:
-		return v, true
-	case int:
-		return int64(v), true
-	case int32:
-		return int64(v), true
-	case float64:
-		if v == math.Trunc(v) && math.Abs(v) < 1<<53 {
-			return int64(v), true
-		}
-	}
-	return 0, false
-}
-
-func toFloat(v any) (float64, bool) {
-	switch v := v.(type) {
-	case float64:
-		return v, true
-	case float32:
-		return float64(v), true
-	case int64:
-		return float64(v), true
-	case int:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	}
-	return 0, false
-}
-
 func toQuantity(v any) (resource.Quantity, bool) {
 	var s string
-	switch v := v.(type) {
-	case string:
-		s = v
-	case int64:
-		s = strconv.FormatInt(v, 10)
-	case int:
-		s = strconv.Itoa(v)
-	case float64:
-		s = strconv.FormatFloat(v, 'f', -1, 64)
-	default:
-		return resource.Quantity{}, false
+	if i, ok := jsonnum.Int(v); ok {
+		s = strconv.FormatInt(i, 10)
+	} else {
+		switch v := v.(type) {
+		case string:
+			s = v
+		case float64:
+			s = strconv.FormatFloat(v, 'f', -1, 64)
+		case float32:
+			s = strconv.FormatFloat(float64(v), 'f', -1, 32)
+		default:
+			return resource.Quantity{}, false
+		}
 	}
 	q, err := resource.ParseQuantity(s)
 	return q, err == nil

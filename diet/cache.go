@@ -11,7 +11,7 @@ import (
 // CacheOptions returns base with every cache of the manager on the diet of
 // [ManagedFields]: the one line an operator adds to its manager's options.
 //
-//	opts, err := diet.CacheOptions("app-controller", cache.Options{ByObject: ...})
+//	opts, err := diet.CacheOptions(cache.Options{ByObject: ...}, "app-controller")
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //
 // The transform becomes base's DefaultTransform (after base's own, when it
@@ -22,7 +22,7 @@ import (
 // one copy ([Intern]), and the parts [Fields] transforms leave are stored
 // compact ([Compact]). fieldOwner is the name the operator's writers write
 // under; an empty one is an error wrapping errors.ErrNoFieldOwner.
-func CacheOptions(fieldOwner string, base cache.Options, opts ...Option) (cache.Options, error) {
+func CacheOptions(base cache.Options, fieldOwner string, opts ...Option) (cache.Options, error) {
 	mf, err := ManagedFields(fieldOwner, opts...)
 	if err != nil {
 		return cache.Options{}, err

@@ -139,7 +139,7 @@ func diets(tb testing.TB) []struct {
 	opts cache.Options
 } {
 	tb.Helper()
-	onDiet, err := diet.CacheOptions(operatorManager, cache.Options{})
+	onDiet, err := diet.CacheOptions(cache.Options{}, operatorManager)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -147,7 +147,7 @@ func diets(tb testing.TB) []struct {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	withParts, err := diet.CacheOptions(operatorManager, cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods}}})
+	withParts, err := diet.CacheOptions(cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods}}}, operatorManager)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -40,7 +40,7 @@ func TestCacheOptionsPutsEveryCacheOnTheDiet(t *testing.T) {
 		DefaultNamespaces: map[string]cache.Config{"a": {Transform: mark("namespace a")}, "b": {}},
 	}
 	before := len(base.ByObject)
-	opts, err := diet.CacheOptions(owner, base)
+	opts, err := diet.CacheOptions(base, owner)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,7 +98,7 @@ func TestCacheOptionsPutsEveryCacheOnTheDiet(t *testing.T) {
 // TestCacheOptionsNeedsTheFieldOwner returns the library's one error for
 // it.
 func TestCacheOptionsNeedsTheFieldOwner(t *testing.T) {
-	if _, err := diet.CacheOptions("", cache.Options{}); !errors.Is(err, rkerrors.ErrNoFieldOwner) {
+	if _, err := diet.CacheOptions(cache.Options{}, ""); !errors.Is(err, rkerrors.ErrNoFieldOwner) {
 		t.Errorf("error %v, want errors.ErrNoFieldOwner", err)
 	}
 }

@@ -33,7 +33,7 @@
 // [CacheOptions] puts a whole manager on ManagedFields and Intern, and its
 // parts on Compact, in one line:
 //
-//	opts, err := diet.CacheOptions("app-controller", cache.Options{})
+//	opts, err := diet.CacheOptions(cache.Options{}, "app-controller")
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //
 // # What the library reads of a cached object

@@ -24,9 +24,9 @@ func Example() {
 	if err != nil {
 		panic(err)
 	}
-	opts, err := diet.CacheOptions("at-controller", cache.Options{
+	opts, err := diet.CacheOptions(cache.Options{
 		ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: {Transform: pods}},
-	})
+	}, "at-controller")
 	if err != nil {
 		panic(err)
 	}

@@ -17,7 +17,7 @@ import (
 // [Fields] transform leaves on each object it keeps: the entry says that
 // the object holds only part of what the API server has. It owns no field
 // and the API server never writes it; [IsPartial] looks for it.
-const PartialManager = "reconcilekit.dev/diet"
+const PartialManager = "diet.reconcilekit.io"
 
 // ErrPartial is matched (errors.Is) by the error of a library function
 // given an object a [Fields] transform kept in part where it needs the

@@ -119,7 +119,7 @@ func FuzzManagedFieldsKeepsEveryOverlappingEntry(f *testing.F) {
 	f.Add(uint16(16), uint16(32), uint16(0), false)
 	f.Add(uint16(1), uint16(1), uint16(64), true)
 	f.Fuzz(func(t *testing.T, ourMask, theirMask, otherMask uint16, status bool) {
-		d := &managedFields{owner: "us"}
+		d := newManagedFields("us")
 		ours := metav1.ManagedFieldsEntry{Manager: "us", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: fields(ourMask)}}
 		theirs := metav1.ManagedFieldsEntry{Manager: "them", Operation: metav1.ManagedFieldsOperationUpdate, FieldsV1: &metav1.FieldsV1{Raw: fields(theirMask)}}
 		if status {

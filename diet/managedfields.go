@@ -10,6 +10,7 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // Option is an optional setting of [ManagedFields] and [CacheOptions].
@@ -79,14 +80,20 @@ func ManagedFields(fieldOwner string, opts ...Option) (toolscache.TransformFunc,
 			opt(&o)
 		}
 	}
-	d := &managedFields{owner: fieldOwner, replaces: slices.Clone(o.replaces)}
-	return d.transform, nil
+	return newManagedFields(fieldOwner, o.replaces...).transform, nil
 }
 
 // managedFields is the state of one ManagedFields transform.
 type managedFields struct {
-	owner    string
-	replaces []string
+	query managedfields.Query
+}
+
+// newManagedFields returns the transform's state for fieldOwner. It keeps
+// the entries of the object itself that compare reads or drift takes over,
+// of every apiVersion and operation: a superset of what any one comparison
+// reads.
+func newManagedFields(fieldOwner string, replaces ...string) *managedFields {
+	return &managedFields{query: managedfields.Query{Owner: fieldOwner, Replaces: managedfields.NewManagers(replaces...), AnyOperation: true}}
 }
 
 // transform keeps what keep says of obj's managedFields.
@@ -109,12 +116,14 @@ func (d *managedFields) transform(in any) (any, error) {
 // ours reports whether e is one of the operator's entries for the object
 // itself.
 func (d *managedFields) ours(e *metav1.ManagedFieldsEntry) bool {
-	return e.Manager == d.owner && e.Subresource == ""
+	me := managedfields.Of(e)
+	return d.query.Own(&me)
 }
 
 // replaced reports whether e is an entry drift's takeover would take.
 func (d *managedFields) replaced(e *metav1.ManagedFieldsEntry) bool {
-	return e.Manager != d.owner && e.Subresource == "" && slices.Contains(d.replaces, e.Manager)
+	me := managedfields.Of(e)
+	return d.query.Replaced(&me)
 }
 
 // keep returns the entries to keep, and whether that is not all of them.
@@ -200,11 +209,7 @@ func parseUnion(entries []*metav1.ManagedFieldsEntry) *fieldpath.Set {
 		if err != nil {
 			return nil
 		}
-		if union == nil {
-			union = s
-		} else {
-			union = union.Union(s)
-		}
+		union = managedfields.Union(union, s)
 	}
 	return union
 }
@@ -227,21 +232,9 @@ func overlaps(ours *fieldpath.Set, e *metav1.ManagedFieldsEntry) bool {
 
 // parse decodes an entry's fields; malformed input is an error, never a
 // panic.
-func parse(e *metav1.ManagedFieldsEntry) (s *fieldpath.Set, err error) {
-	defer func() {
-		if r := recover(); r != nil {
-			s, err = nil, fmt.Errorf("diet: malformed managedFields entry of %q", e.Manager)
-		}
-	}()
-	s = &fieldpath.Set{}
-	raw := e.FieldsV1.GetRawBytes()
-	if len(raw) == 0 {
-		return s, nil
-	}
-	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
-		return nil, err
-	}
-	return s, nil
+func parse(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	me := managedfields.Of(e)
+	return managedfields.Decode(&me)
 }
 
 // sharesKey reports whether a key of keys is one of others.

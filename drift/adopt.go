@@ -2,7 +2,6 @@ package drift
 
 import (
 	"fmt"
-	"slices"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -10,6 +9,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/apiutil"
 
 	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
@@ -17,10 +17,10 @@ import (
 // 36: Ensure patched a mirror's linked Secret onto a Secret somebody else
 // had created, and replaced its data).
 
-// ReasonForeign is the condition reason of a [*ForeignError]: a
+// ReasonForeignObject is the condition reason of a [*ForeignError]: a
 // reconcile.Loop, or status.MarkFailure, shows it on the object's Stalled
 // condition, with the error's message naming the object.
-const ReasonForeign = "ForeignObject"
+const ReasonForeignObject = "ForeignObject"
 
 // Adopt lets the call write to an existing object that is not yet this
 // operator's: one that no owner controls or links and that the Writer's
@@ -63,7 +63,7 @@ func Adopt() Option {
 // without managedFields cannot show who wrote it; it counts as written
 // before, so for it only owner references and links decide.
 //
-// It is returned marked errors.Permanent, with reason [ReasonForeign]:
+// It is returned marked errors.Permanent, with reason [ReasonForeignObject]:
 // retrying cannot change whose the object is. A reconcile.Loop reports it as
 // Stalled with the object named. The object's owner letting it go, or its
 // deletion, is a change to that object, not to the reconciled one: watch it
@@ -134,22 +134,18 @@ func (w *Writer) refuseForeign(cfg *config, want, live client.Object) error {
 	if gvk, err := apiutil.GVKForObject(live, w.client.Scheme()); err == nil {
 		fe.GroupKind = gvk.GroupKind()
 	}
-	return errors.Permanent(errors.WithReason(fe, ReasonForeign))
+	return errors.Permanent(errors.WithReason(fe, ReasonForeignObject))
 }
 
 // wroteBefore reports whether the Writer's field owner, or a manager it
-// replaces, has an entry of the main resource in live's managedFields. An
-// object read without managedFields (a cache that strips them, a fake client
-// that does not record them) cannot tell who wrote it: it counts as written
-// before, as every object did before the check existed.
+// replaces, has an entry of the main resource in live's managedFields, of
+// any version or operation. An object read without managedFields (a cache
+// that strips them, a fake client that does not record them) cannot tell
+// who wrote it: it counts as written before, as every object did before
+// the check existed.
 func (w *Writer) wroteBefore(cfg *config, live client.Object) bool {
-	entries := live.GetManagedFields()
-	if len(entries) == 0 {
-		return true
-	}
-	return slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool {
-		return e.Subresource == "" && (e.Manager == w.fieldOwner || slices.Contains(cfg.replaces, e.Manager))
-	})
+	q := managedfields.Query{Owner: w.fieldOwner, Replaces: managedfields.NewManagers(cfg.replaces...), AnyOperation: true}
+	return q.WroteBefore(live.GetManagedFields())
 }
 
 // sameController reports whether two owner references name the same owner,
@@ -183,5 +179,5 @@ func (w *Writer) foreignOr(live client.Object, err error) error {
 	if gvk, gerr := apiutil.GVKForObject(live, w.client.Scheme()); gerr == nil {
 		fe.GroupKind = gvk.GroupKind()
 	}
-	return errors.Permanent(errors.WithReason(fe, ReasonForeign))
+	return errors.Permanent(errors.WithReason(fe, ReasonForeignObject))
 }

@@ -231,8 +231,8 @@ func TestEnsureWritesOnlyToObjectsThatAreOurs(t *testing.T) {
 			if !errors.As(err, &fe) {
 				t.Fatalf("err = %v; want a *drift.ForeignError", err)
 			}
-			if class, _ := errors.Classify(err); class != errors.ClassPermanent || errors.Reason(err) != drift.ReasonForeign {
-				t.Errorf("class %s, reason %q; want permanent, %q", class, errors.Reason(err), drift.ReasonForeign)
+			if class, _ := errors.Classify(err); class != errors.ClassPermanent || errors.Reason(err) != drift.ReasonForeignObject {
+				t.Errorf("class %s, reason %q; want permanent, %q", class, errors.Reason(err), drift.ReasonForeignObject)
 			}
 			if fe.Object != client.ObjectKeyFromObject(live) || fe.GroupKind.Kind != "Secret" {
 				t.Errorf("the error names %s %s; want Secret %s", fe.GroupKind, fe.Object, client.ObjectKeyFromObject(live))

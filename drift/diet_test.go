@@ -60,7 +60,7 @@ func cachedClient(t *testing.T, ns string, opts cache.Options) (client.Client, c
 // dietOptions is a cache on the diet, with the tests' field owner.
 func dietOptions(t *testing.T) cache.Options {
 	t.Helper()
-	opts, err := diet.CacheOptions(testOwner, cache.Options{})
+	opts, err := diet.CacheOptions(cache.Options{}, testOwner)
 	if err != nil {
 		t.Fatal(err)
 	}

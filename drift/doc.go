@@ -93,7 +93,7 @@
 // reference) or linked (ownership.SetLink) by the owner desired names, or
 // written before by the Writer's field owner or a manager of [Replaces] (its
 // entry in metadata.managedFields). Anything else is left untouched and the
-// call returns a [*ForeignError], permanent, with reason [ReasonForeign]:
+// call returns a [*ForeignError], permanent, with reason [ReasonForeignObject]:
 // a reconcile.Loop shows it as Stalled, naming the object:
 //
 //	drift: Secret "team-b/db-credentials" exists and is not ours: no owner controls it and

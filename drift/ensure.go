@@ -242,7 +242,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		extra = append(extra, compare.StrategicMerge())
 	}
 	if take != nil && take.whole {
-		extra = append(extra, compare.Replaced(take.managers...))
+		extra = append(extra, compare.Replaces(take.managers...))
 	}
 	opts := w.compareOptions(cfg, extra...)
 	cmpn, err := compare.Diff(want, live, opts...)
@@ -253,7 +253,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 		copyInto(target, w.copyLive(live))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil
 	}
-	if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
+	if err := w.checkHotLoop(ctx, live, cmpn); err != nil {
 		copyInto(target, w.copyLive(live))
 		return Outcome{Operation: OperationUnchanged, Drift: cmpn}, err
 	}
@@ -268,7 +268,7 @@ func (w *Writer) patchDrift(ctx context.Context, cfg *config, target, want, live
 	// which only the lock keeps from dropping a concurrent writer's entry.
 	lock := false
 	if take != nil {
-		entries, changed, err := take.managedFields(live, want)
+		entries, changed, err := take.managedFields(live, want, opts)
 		if err != nil {
 			return Outcome{}, err
 		}

@@ -68,15 +68,16 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 		extra := []compare.Option{compare.OnlyApplied()}
 		take := planTakeover(w.fieldOwner, cfg, live, gvk.GroupVersion().String(), true)
 		if take != nil && take.whole {
-			extra = append(extra, compare.Replaced(take.managers...))
+			extra = append(extra, compare.Replaces(take.managers...))
 		}
-		if cmpn, err = compare.Diff(want, live, w.compareOptions(cfg, extra...)...); err != nil {
+		opts := w.compareOptions(cfg, extra...)
+		if cmpn, err = compare.Diff(want, live, opts...); err != nil {
 			return Outcome{}, nil, err
 		}
 		if cmpn.Equal {
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, nil
 		}
-		if err := w.checkHotLoop(ctx, cfg, live, cmpn); err != nil {
+		if err := w.checkHotLoop(ctx, live, cmpn); err != nil {
 			return Outcome{Operation: OperationUnchanged, Drift: cmpn}, nil, err
 		}
 		if err := w.refuseForeign(cfg, want, live); err != nil {
@@ -85,7 +86,7 @@ func (w *Writer) applyDrift(ctx context.Context, cfg *config, want, live client.
 		if take != nil {
 			// An apply carries no managedFields: the takeover goes first,
 			// on its own, so that the apply releases what it took.
-			entries, changed, err := take.managedFields(live, want)
+			entries, changed, err := take.managedFields(live, want, opts)
 			if err != nil {
 				return Outcome{}, nil, err
 			}

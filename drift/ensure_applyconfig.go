@@ -73,10 +73,10 @@ func (w *Writer) ensureApplyConfiguration(ctx context.Context, desired runtime.A
 	if err != nil {
 		return Outcome{}, err
 	}
-	cfg := newConfig(opts)
-	if err := w.validate(cfg); err != nil {
+	if err := w.Validate(); err != nil {
 		return Outcome{}, fmt.Errorf("drift: ensure %s: %w", describe(u), err)
 	}
+	cfg := newConfig(opts)
 	c := w.client
 	defer func() { observeEnsure(c, u, out, err) }()
 	if cfg.owner != nil {

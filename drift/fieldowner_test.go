@@ -30,10 +30,9 @@ import (
 
 // TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing: a Writer
 // built without a field owner is never silent. Every form of Ensure returns
-// an error wrapping errors.ErrNoFieldOwner (which the deprecated
-// drift.ErrNoFieldOwner is), classed permanent (a controller-runtime
-// terminal error), before it sends any request, read or write; so do the
-// deprecated package-level forms without WithFieldOwner.
+// an error wrapping errors.ErrNoFieldOwner, classed permanent (a
+// controller-runtime terminal error), before it sends any request, read or
+// write.
 func TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing(t *testing.T) {
 	type ensureFunc func(ctx context.Context, w *drift.Writer, cm *corev1.ConfigMap, opts ...drift.Option) error
 	forms := []struct {
@@ -53,38 +52,18 @@ func TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing(t *testing.T) {
 			return err
 		}},
 	}
-	deprecated := map[string]func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error{
-		"Ensure": func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
-			_, err := drift.Ensure(ctx, c, cm, opts...)
-			return err
-		},
-		"EnsureMutate": func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
-			_, err := drift.EnsureMutate(ctx, c, cm, func() error { return nil }, opts...)
-			return err
-		},
-		"EnsureApplied": func(ctx context.Context, c client.Client, cm *corev1.ConfigMap, opts ...drift.Option) error {
-			_, err := drift.EnsureApplied(ctx, c, cm, opts...)
-			return err
-		},
-	}
 	cases := []struct {
 		name string
-		call func(f ensureFunc, deprecated func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
+		call func(f ensureFunc, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error
 	}{
-		{"NewWriter with an empty name", func(f ensureFunc, _ func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+		{"NewWriter with an empty name", func(f ensureFunc, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
 			return f(ctx, drift.NewWriter(c, ""), cm)
 		}},
-		{"Replaces without a name", func(f ensureFunc, _ func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
+		{"Replaces without a name", func(f ensureFunc, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
 			return f(ctx, drift.NewWriter(c, ""), cm, drift.Replaces("manager"))
 		}},
-		{"a zero Writer", func(f ensureFunc, _ func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, _ client.Client, cm *corev1.ConfigMap) error {
+		{"a zero Writer", func(f ensureFunc, ctx context.Context, _ client.Client, cm *corev1.ConfigMap) error {
 			return f(ctx, &drift.Writer{}, cm)
-		}},
-		{"deprecated, no WithFieldOwner", func(_ ensureFunc, d func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			return d(ctx, c, cm)
-		}},
-		{"deprecated, an empty WithFieldOwner", func(_ ensureFunc, d func(context.Context, client.Client, *corev1.ConfigMap, ...drift.Option) error, ctx context.Context, c client.Client, cm *corev1.ConfigMap) error {
-			return d(ctx, c, cm, drift.WithFieldOwner(""))
 		}},
 	}
 	for _, f := range forms {
@@ -93,8 +72,8 @@ func TestEnsureWithoutAFieldOwnerFailsPermanentlyAndSendsNothing(t *testing.T) {
 				var counter reconciletest.Counter
 				c := counter.Wrap(env.Client(t))
 				cm := configMapIn(env.Namespace(t)).(*corev1.ConfigMap)
-				err := tc.call(f.ensure, deprecated[f.name], t.Context(), c, cm)
-				if !errors.Is(err, errors.ErrNoFieldOwner) || !errors.Is(err, drift.ErrNoFieldOwner) {
+				err := tc.call(f.ensure, t.Context(), c, cm)
+				if !errors.Is(err, errors.ErrNoFieldOwner) {
 					t.Fatalf("err = %v, want errors.ErrNoFieldOwner", err)
 				}
 				if class, _ := errors.Classify(err); class != errors.ClassPermanent || !errors.Is(err, crreconcile.TerminalError(nil)) {

@@ -201,10 +201,10 @@ func (h *HotLoopDetector) observe(key string, fingerprint uint64, now time.Time)
 	return time.Time{}, false, false
 }
 
-// checkHotLoop reports a drift to the call's detector and returns a
+// checkHotLoop reports a drift to the Writer's HotLoops and returns a
 // *HotLoopError when the write must be held back.
-func (w *Writer) checkHotLoop(ctx context.Context, cfg *config, live client.Object, cmpn compare.Comparison) error {
-	h := w.hotLoops(cfg)
+func (w *Writer) checkHotLoop(ctx context.Context, live client.Object, cmpn compare.Comparison) error {
+	h := w.HotLoops
 	if h == nil {
 		return nil
 	}

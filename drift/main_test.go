@@ -6,6 +6,7 @@ import (
 	"sync"
 	"testing"
 
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
@@ -24,6 +25,7 @@ var env testenv.Env
 func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
+		CRDs:              []*apiextensionsv1.CustomResourceDefinition{gadgetCRD},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
 	})
 }

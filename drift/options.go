@@ -21,10 +21,8 @@ type config struct {
 	compare        []compare.Option
 	owner          client.Object
 	optimisticLock bool
-	hotLoops       *HotLoopDetector // DetectHotLoops (deprecated)
 	force          bool
 	replaces       []string // Replaces
-	fieldOwner     string   // WithFieldOwner (deprecated)
 	adopt          bool     // Adopt
 }
 
@@ -74,15 +72,6 @@ func OptimisticLock() Option {
 	return func(c *config) { c.optimisticLock = true }
 }
 
-// DetectHotLoops makes the call report drifts to d, which stops patching an
-// object whose same fields keep drifting back. It wins over the Writer's
-// HotLoops for the call.
-//
-// Deprecated: set [Writer.HotLoops], shared by every call of the Writer.
-func DetectHotLoops(d *HotLoopDetector) Option {
-	return func(c *config) { c.hotLoops = d }
-}
-
 // ForceOwnership makes [Writer.EnsureApplied] and
 // [Writer.EnsureApplyConfiguration] take over fields another field manager
 // owns instead of failing with a conflict.
@@ -105,14 +94,16 @@ func ForceOwnership() Option {
 //
 //   - An object the [Owner] given to the same call controls (its controller
 //     reference has the owner's UID): a child of this operator. The
-//     replaced managers' entries are ours whole ([compare.Replaced]): what
+//     replaced managers' entries are ours whole ([compare.Replaces]): what
 //     they wrote and desired no longer sets is drift, by the rules of our
 //     own entries (list elements and map entries of an Update entry,
 //     anything of an Apply entry), and the write removes it.
 //   - Any other object (no Owner, or an object shared with other
-//     operators): only the fields desired sets now are taken over; the
-//     rest stays the replaced manager's, since under a name several
-//     operators shared it may be another's. Nothing of theirs is removed,
+//     operators): only the fields desired sets now are taken over (what
+//     the call's comparison counts as set: in unstructured content a key
+//     present with a zero value too, and list elements found by the
+//     call's KeyDefault rules); the rest stays the replaced manager's,
+//     since under a name several operators shared it may be another's. Nothing of theirs is removed,
 //     and nothing we stopped wanting before the move can be told apart.
 //
 // The takeover is one write: Ensure and EnsureMutate send the rewritten

@@ -1,10 +1,8 @@
 package drift
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 
@@ -16,14 +14,17 @@ import (
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
 
 	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
 
 // Taking over the fields of replaced field managers (the rule is on
 // Replaces): this file rewrites metadata.managedFields so that the replaced
 // managers' entries, or the part of them desired sets, become ours. The sets
-// are decoded, merged and encoded with structured-merge-diff's fieldpath,
-// as client-go's csaupgrade does; unlike csaupgrade it also merges into an
+// are decoded, merged and encoded with structured-merge-diff's fieldpath
+// (through internal/managedfields, the library's one reader of
+// managedFields, which also says which entries are taken), as client-go's
+// csaupgrade does; unlike csaupgrade it also merges into an
 // Update entry (Ensure writes Update operations), takes part of an entry,
 // and merges a replaced Apply entry.
 
@@ -32,6 +33,9 @@ type takeover struct {
 	owner      string
 	managers   []string
 	apiVersion string // of the live object: only entries of this version are taken
+	// query says which entries are taken: the replaced managers' of the
+	// object itself in apiVersion, Update or Apply.
+	query managedfields.Query
 	// apply merges every taken entry into our Apply entry (EnsureApplied);
 	// otherwise each goes to our entry of its own operation.
 	apply bool
@@ -42,38 +46,47 @@ type takeover struct {
 
 // planTakeover returns what Replaces takes from live in this write, nil for
 // nothing. When the object is the Owner's, the replaced entries are ours
-// whole (whole), and the comparison must read them so (compare.Replaced).
+// whole (whole), and the comparison must read them so (compare.Replaces).
 func planTakeover(fieldOwner string, cfg *config, live client.Object, apiVersion string, apply bool) *takeover {
 	if len(cfg.replaces) == 0 {
 		return nil
 	}
-	t := &takeover{owner: fieldOwner, managers: cfg.replaces, apiVersion: apiVersion, apply: apply}
+	t := newTakeover(fieldOwner, cfg.replaces, apiVersion, apply)
 	t.whole = cfg.owner != nil && ownership.IsControlledBy(live, cfg.owner)
 	return t
 }
 
+// newTakeover returns the takeover by owner of the entries of managers in
+// apiVersion; apply merges them into our Apply entry.
+func newTakeover(owner string, managers []string, apiVersion string, apply bool) *takeover {
+	return &takeover{owner: owner, managers: managers, apiVersion: apiVersion, apply: apply,
+		query: managedfields.Query{Owner: owner, Replaces: managedfields.NewManagers(managers...), APIVersion: apiVersion}}
+}
+
 // replaced reports whether e is an entry this takeover takes from.
 func (t *takeover) replaced(e *metav1.ManagedFieldsEntry) bool {
-	return e.Manager != t.owner && slices.Contains(t.managers, e.Manager) && e.Subresource == "" &&
-		e.APIVersion == t.apiVersion &&
-		(e.Operation == metav1.ManagedFieldsOperationUpdate || e.Operation == metav1.ManagedFieldsOperationApply)
+	me := managedfields.Of(e)
+	return t.query.Replaced(&me)
 }
 
 // managedFields returns live's managedFields with the takeover done, and
-// whether it changed anything. desired is what the write sets (for a
-// partial takeover).
-func (t *takeover) managedFields(live, desired client.Object) ([]metav1.ManagedFieldsEntry, bool, error) {
+// whether it changed anything. desired is what the write sets and opts the
+// options the write compared it with (for a partial takeover: what desired
+// sets is what the comparison counts as set, list elements found by the
+// comparison's KeyDefault rules).
+func (t *takeover) managedFields(live, desired client.Object, opts []compare.Option) ([]metav1.ManagedFieldsEntry, bool, error) {
 	entries := live.GetManagedFields()
 	if !slices.ContainsFunc(entries, func(e metav1.ManagedFieldsEntry) bool { return t.replaced(&e) }) {
 		return nil, false, nil
 	}
 	var keep func(fieldpath.Path) bool
 	if !t.whole {
-		content, err := contentOf(desired)
+		content, typed, err := contentOf(desired)
 		if err != nil {
 			return nil, false, err
 		}
-		keep = func(p fieldpath.Path) bool { return setIn(content, p) }
+		keys := managedfields.KeyDefaultsOf(opts)
+		keep = func(p fieldpath.Path) bool { return managedfields.Sets(content, p, keys, typed) }
 	}
 	return takeOver(entries, t, keep)
 }
@@ -96,14 +109,14 @@ func takeOver(entries []metav1.ManagedFieldsEntry, t *takeover, keep func(fieldp
 		}
 		taken := s
 		if keep != nil {
-			taken = selectPaths(s, keep)
+			taken = managedfields.Select(s, keep)
 		}
 		if taken.Empty() {
 			out = append(out, e)
 			continue
 		}
 		i := t.targetOf(e.Operation)
-		into[i] = union(into[i], taken)
+		into[i] = managedfields.Union(into[i], taken)
 		if e.Time != nil && (when[i] == nil || when[i].Before(e.Time)) {
 			when[i] = e.Time
 		}
@@ -120,9 +133,12 @@ func takeOver(entries []metav1.ManagedFieldsEntry, t *takeover, keep func(fieldp
 			continue
 		}
 		moved = true
+		// Our entry of the operation: the one Apply entry whatever its
+		// version, or the Update entry of the object's version.
+		mine := managedfields.Query{Owner: t.owner}
 		j := slices.IndexFunc(out, func(e metav1.ManagedFieldsEntry) bool {
-			return e.Manager == t.owner && e.Operation == op && e.Subresource == "" &&
-				(op == metav1.ManagedFieldsOperationApply || e.APIVersion == t.apiVersion)
+			me := managedfields.Of(&e)
+			return mine.Own(&me) && e.Operation == op && (op == metav1.ManagedFieldsOperationApply || e.APIVersion == t.apiVersion)
 		})
 		if j < 0 {
 			fields, err := encodeSet(into[i])
@@ -162,190 +178,33 @@ func (t *takeover) targetOf(op metav1.ManagedFieldsOperationType) int {
 	return 1
 }
 
-// errBadFields stands for a panic while parsing managedFields.
-var errBadFields = errors.New("drift: malformed managedFields")
-
-// decodeEntry parses one entry's fields with structured-merge-diff;
-// malformed input is an error, never a panic.
-func decodeEntry(e *metav1.ManagedFieldsEntry) (s *fieldpath.Set, err error) {
-	defer func() {
-		if r := recover(); r != nil { // malformed input must not take the reconciler down
-			s, err = nil, errBadFields
-		}
-	}()
-	s = &fieldpath.Set{}
-	raw := e.FieldsV1.GetRawBytes()
-	if len(raw) == 0 {
-		return s, nil
-	}
-	if err := s.FromJSON(bytes.NewReader(raw)); err != nil {
-		return nil, err
-	}
-	return s, nil
+// decodeEntry decodes an entry's fields; malformed input is an error,
+// never a panic.
+func decodeEntry(e *metav1.ManagedFieldsEntry) (*fieldpath.Set, error) {
+	me := managedfields.Of(e)
+	return managedfields.Decode(&me)
 }
 
-func union(a, b *fieldpath.Set) *fieldpath.Set {
-	if a == nil {
-		return b
-	}
-	return a.Union(b)
-}
-
+// encodeSet encodes the fields of an entry.
 func encodeSet(s *fieldpath.Set) (*metav1.FieldsV1, error) {
-	raw, err := s.ToJSON()
+	f, err := managedfields.Encode(s)
 	if err != nil {
 		return nil, fmt.Errorf("drift: encoding managed fields: %w", err)
 	}
-	return &metav1.FieldsV1{Raw: raw}, nil
+	return f, nil
 }
 
-// selectPaths returns the members of s that keep selects.
-func selectPaths(s *fieldpath.Set, keep func(fieldpath.Path) bool) *fieldpath.Set {
-	var paths []fieldpath.Path
-	s.Iterate(func(p fieldpath.Path) {
-		if keep(p) {
-			paths = append(paths, p.Copy())
-		}
-	})
-	return fieldpath.NewSet(paths...)
-}
-
-// contentOf returns obj as JSON content.
-func contentOf(obj client.Object) (map[string]any, error) {
+// contentOf returns obj as JSON content, and whether it was converted from
+// a Go struct (typed), where a zero value is unset.
+func contentOf(obj client.Object) (map[string]any, bool, error) {
 	if u, ok := obj.(*unstructured.Unstructured); ok {
-		return u.Object, nil
+		return u.Object, false, nil
 	}
 	m, err := runtime.DefaultUnstructuredConverter.ToUnstructured(obj)
 	if err != nil {
-		return nil, fmt.Errorf("drift: converting %T: %w", obj, err)
+		return nil, true, fmt.Errorf("drift: converting %T: %w", obj, err)
 	}
-	return m, nil
-}
-
-// setIn reports whether the JSON content sets the field, list element or
-// map entry at p to something other than a zero value: null, "", 0, false
-// and empty lists and maps do not count (desired's zero values are unset,
-// see compare.Diff), so a partial takeover takes less, never more. A list
-// element is found by its key fields (a missing field a KeyDefault of
-// compare.KubernetesRules names has its default: a protocol is TCP, as the
-// API defaults it) or its value.
-func setIn(content any, p fieldpath.Path) bool {
-	v := content
-	for _, pe := range p {
-		switch {
-		case pe.FieldName != nil:
-			m, _ := v.(map[string]any)
-			v = m[*pe.FieldName]
-		case pe.Key != nil:
-			v = elementOf(v, func(e any) bool {
-				m, ok := e.(map[string]any)
-				if !ok {
-					return false
-				}
-				for _, f := range *pe.Key {
-					if !keyMatches(f.Name, f.Value.Unstructured(), m[f.Name]) {
-						return false
-					}
-				}
-				return true
-			})
-		case pe.Value != nil:
-			want := (*pe.Value).Unstructured()
-			v = elementOf(v, func(e any) bool { return scalarEqual(want, e) })
-		case pe.Index != nil:
-			l, _ := v.([]any)
-			v = nil
-			if *pe.Index < len(l) {
-				v = l[*pe.Index]
-			}
-		default:
-			return false
-		}
-		if v == nil {
-			return false
-		}
-	}
-	return !isZeroJSON(v)
-}
-
-// keyMatches reports whether a list element's key field name, whose value
-// in the element is got (nil when missing), has the value want of a
-// managedFields key; a missing or empty field a KeyDefault of the built-in
-// rules names has its default.
-func keyMatches(name string, want, got any) bool {
-	if got == nil || got == "" {
-		for _, r := range compare.KubernetesRules() {
-			if kd, ok := r.(compare.KeyDefault); ok && kd.Field == name {
-				return want == kd.Value
-			}
-		}
-	}
-	return scalarEqual(want, got)
-}
-
-// scalarEqual compares JSON scalars; numbers compare by value whatever
-// their Go type.
-func scalarEqual(x, y any) bool {
-	if fx, ok := number(x); ok {
-		fy, ok := number(y)
-		return ok && fx == fy
-	}
-	switch x := x.(type) {
-	case nil:
-		return y == nil
-	case string:
-		y, ok := y.(string)
-		return ok && x == y
-	case bool:
-		y, ok := y.(bool)
-		return ok && x == y
-	}
-	return false
-}
-
-func number(v any) (float64, bool) {
-	switch v := v.(type) {
-	case int64:
-		return float64(v), true
-	case int:
-		return float64(v), true
-	case int32:
-		return float64(v), true
-	case float64:
-		return v, true
-	}
-	return 0, false
-}
-
-// elementOf returns the element of the JSON list v that matches, or nil.
-func elementOf(v any, match func(any) bool) any {
-	l, _ := v.([]any)
-	for _, e := range l {
-		if match(e) {
-			return e
-		}
-	}
-	return nil
-}
-
-func isZeroJSON(v any) bool {
-	switch v := v.(type) {
-	case nil:
-		return true
-	case string:
-		return v == ""
-	case bool:
-		return !v
-	case int64:
-		return v == 0
-	case float64:
-		return v == 0
-	case map[string]any:
-		return len(v) == 0
-	case []any:
-		return len(v) == 0
-	}
-	return false
+	return m, true, nil
 }
 
 // patchManagedFields sends a JSON patch of live's managedFields alone,

@@ -11,6 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/sets"
 	"k8s.io/client-go/util/csaupgrade"
 	"sigs.k8s.io/structured-merge-diff/v6/fieldpath"
+
+	"github.com/reconcilekit/reconcilekit/compare"
+	"github.com/reconcilekit/reconcilekit/internal/managedfields"
 )
 
 // Managed fields as kube-apiserver records them for a Deployment: what its
@@ -139,7 +142,8 @@ func TestTakeOver(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			tk := &takeover{owner: "op", managers: []string{"manager", "reconcilekit"}, apiVersion: "apps/v1", apply: tt.apply, whole: tt.keep == nil}
+			tk := newTakeover("op", []string{"manager", "reconcilekit"}, "apps/v1", tt.apply)
+			tk.whole = tt.keep == nil
 			var before []metav1.ManagedFieldsEntry
 			for _, e := range tt.entries {
 				before = append(before, *e.DeepCopy())
@@ -193,7 +197,8 @@ func FuzzTakeOverAgreesWithCsaupgrade(f *testing.F) {
 		}
 
 		// Ensure: into our Update entry.
-		tk := &takeover{owner: "op", managers: []string{"manager"}, apiVersion: "apps/v1", whole: true}
+		tk := newTakeover("op", []string{"manager"}, "apps/v1", false)
+		tk.whole = true
 		got, _, err := takeOver(entries, tk, nil)
 		if err != nil {
 			t.Fatal(err)
@@ -208,8 +213,8 @@ func FuzzTakeOverAgreesWithCsaupgrade(f *testing.F) {
 		// On an object that is not the Owner's, only what desired sets
 		// moves: still nothing lost or invented, and every moved field is
 		// one desired sets.
-		partial := &takeover{owner: "op", managers: []string{"manager"}, apiVersion: "apps/v1"}
-		got, _, err = takeOver(entries, partial, func(p fieldpath.Path) bool { return setIn(desiredContent, p) })
+		partial := newTakeover("op", []string{"manager"}, "apps/v1", false)
+		got, _, err = takeOver(entries, partial, func(p fieldpath.Path) bool { return managedfields.Sets(desiredContent, p, kubernetesKeys, true) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -225,7 +230,7 @@ func FuzzTakeOverAgreesWithCsaupgrade(f *testing.F) {
 				t.Fatal(err)
 			}
 			s.Iterate(func(p fieldpath.Path) {
-				if !setIn(desiredContent, p) && !inEntry(t, entries, "op", p) {
+				if !managedfields.Sets(desiredContent, p, kubernetesKeys, true) && !inEntry(t, entries, "op", p) {
 					t.Errorf("a partial takeover took %s, which desired does not set", p)
 				}
 			})
@@ -276,6 +281,9 @@ func allFields(t testing.TB, entries []metav1.ManagedFieldsEntry) string {
 	return u.String()
 }
 
+// kubernetesKeys are the KeyDefault rules of compare.KubernetesRules.
+var kubernetesKeys = managedfields.KeyDefaultsOf([]compare.Option{kubernetesRules})
+
 // desiredContent is what a partial takeover in the fuzz test keeps to: the
 // fields of createdFields' Deployment that a desired object sets.
 var desiredContent = map[string]any{
@@ -303,93 +311,4 @@ func inEntry(t testing.TB, entries []metav1.ManagedFieldsEntry, manager string, 
 		}
 	}
 	return false
-}
-
-// TestSetIn: the fields a partial takeover may take are those desired sets
-// to something other than a zero value, list elements found by key (a
-// missing protocol is TCP) or value.
-func TestSetIn(t *testing.T) {
-	content := map[string]any{
-		"metadata": map[string]any{"labels": map[string]any{"app": "memcached", "empty": ""}},
-		"spec": map[string]any{
-			"paused":   false,
-			"replicas": int64(1),
-			"template": map[string]any{"spec": map[string]any{
-				"containers": []any{map[string]any{
-					"name":  "memcached",
-					"ports": []any{map[string]any{"name": "memcached", "containerPort": int64(11211)}},
-					"args":  []any{"-v"},
-				}},
-				"volumes": []any{},
-			}},
-		},
-	}
-	container := `f:spec.f:template.f:spec.f:containers.k:{"name":"memcached"}`
-	tests := []struct {
-		path string
-		want bool
-	}{
-		{`f:metadata.f:labels.f:app`, true},
-		{`f:metadata.f:labels.f:empty`, false},
-		{`f:metadata.f:labels.f:gone`, false},
-		{`f:metadata.f:labels`, true},
-		{`f:spec.f:paused`, false},
-		{`f:spec.f:replicas`, true},
-		{`f:spec.f:template.f:spec.f:volumes`, false},
-		{container, true},
-		{`f:spec.f:template.f:spec.f:containers.k:{"name":"sidecar"}`, false},
-		{container + `.f:ports.k:{"containerPort":11211,"protocol":"TCP"}`, true},
-		{container + `.f:ports.k:{"containerPort":11211,"protocol":"TCP"}.f:name`, true},
-		{container + `.f:ports.k:{"containerPort":11211,"protocol":"TCP"}.f:protocol`, false},
-		{container + `.f:ports.k:{"containerPort":11211,"protocol":"UDP"}`, false},
-		{container + `.f:ports.k:{"containerPort":11212,"protocol":"TCP"}`, false},
-		{container + `.f:args.v:"-v"`, true},
-		{container + `.f:args.v:"-x"`, false},
-		{container + `.f:args.i:0`, true},
-		{container + `.f:args.i:1`, false},
-		{`f:spec.f:replicas.f:nested`, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.path, func(t *testing.T) {
-			p, err := fieldpath.MakePath(pathElements(t, tt.path)...)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got := setIn(content, p); got != tt.want {
-				t.Errorf("setIn = %v, want %v", got, tt.want)
-			}
-		})
-	}
-}
-
-// pathElements parses "f:a.k:{...}.v:1" into path elements.
-func pathElements(t *testing.T, s string) []any {
-	t.Helper()
-	var out []any
-	for s != "" {
-		// An element ends at the next ".x:" outside a JSON value.
-		depth, end := 0, len(s)
-		for i := 0; i < len(s); i++ {
-			switch s[i] {
-			case '{', '[':
-				depth++
-			case '}', ']':
-				depth--
-			case '.':
-				if depth == 0 && i+2 < len(s) && s[i+2] == ':' {
-					end = i
-				}
-			}
-			if end != len(s) {
-				break
-			}
-		}
-		pe, err := fieldpath.DeserializePathElement(s[:end])
-		if err != nil {
-			t.Fatalf("%s: %v", s[:end], err)
-		}
-		out = append(out, pe)
-		s = s[min(end+1, len(s)):]
-	}
-	return out
 }

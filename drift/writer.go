@@ -70,30 +70,18 @@ func NewWriter(c client.Client, fieldOwner string) *Writer {
 // Writer validates it first and returns this error instead of reading or
 // writing; call Validate at setup to fail early.
 func (w *Writer) Validate() error {
-	return w.validate(nil)
-}
-
-func (w *Writer) validate(cfg *config) error {
 	switch {
 	case w.fieldOwner == "":
 		return errors.Permanent(fmt.Errorf("drift: %w: build the Writer with drift.NewWriter(c, name), name the operator's own, the same for all its writes", errors.ErrNoFieldOwner))
 	case w.client == nil:
 		return errors.Permanent(fmt.Errorf("%w: no client: build it with drift.NewWriter(c, name)", ErrInvalidWriter))
 	}
-	if h := w.hotLoops(cfg); h != nil {
+	if h := w.HotLoops; h != nil {
 		if err := h.Validate(); err != nil {
 			return errors.Permanent(fmt.Errorf("%w: HotLoops: %w", ErrInvalidWriter, err))
 		}
 	}
 	return nil
-}
-
-// hotLoops returns the detector of a call: DetectHotLoops', or the Writer's.
-func (w *Writer) hotLoops(cfg *config) *HotLoopDetector {
-	if cfg != nil && cfg.hotLoops != nil {
-		return cfg.hotLoops
-	}
-	return w.HotLoops
 }
 
 // start resolves the options of a call and validates the Writer; verb and
@@ -102,11 +90,10 @@ func (w *Writer) start(verb string, obj client.Object, opts []Option) (*config, 
 	if v := reflect.ValueOf(obj); obj == nil || v.Kind() == reflect.Pointer && v.IsNil() {
 		return nil, errors.Permanent(fmt.Errorf("drift: %s: nil object", verb))
 	}
-	cfg := newConfig(opts)
-	if err := w.validate(cfg); err != nil {
+	if err := w.Validate(); err != nil {
 		return nil, fmt.Errorf("drift: %s %s: %w", verb, describe(obj), err)
 	}
-	return cfg, nil
+	return newConfig(opts), nil
 }
 
 // Ensure makes the live object have every field desired sets, writing only
@@ -197,7 +184,7 @@ func (w *Writer) compareOptions(cfg *config, extra ...compare.Option) []compare.
 	opts = append(opts, cfg.compare...)
 	opts = append(opts, compare.WithFieldOwner(w.fieldOwner), compare.IgnoreStatus())
 	if cfg.owner != nil {
-		opts = append(opts, compare.CompareOwnerReferences())
+		opts = append(opts, compare.IncludeOwnerReferences())
 	}
 	return append(opts, extra...)
 }

@@ -49,6 +49,28 @@ func ExamplePermanent() {
 	// reconcile at/demo: schedule "tomorrow" is not an RFC 3339 time
 }
 
+func ExampleIsTerminal() {
+	cause := errors.New("spec.image is empty")
+	for _, err := range []error{
+		errors.Permanent(cause),
+		reconcile.TerminalError(cause),
+		fmt.Errorf("sync: %w", errors.Permanent(cause)),
+		errors.Transient(reconcile.TerminalError(cause)),
+		errors.Transient(cause),
+		nil,
+	} {
+		class, _ := errors.Classify(err)
+		fmt.Printf("terminal=%-5v class=%-9s %v\n", errors.IsTerminal(err), class, err)
+	}
+	// Output:
+	// terminal=true  class=permanent spec.image is empty
+	// terminal=true  class=permanent terminal error: spec.image is empty
+	// terminal=true  class=permanent sync: spec.image is empty
+	// terminal=true  class=transient terminal error: spec.image is empty
+	// terminal=false class=transient spec.image is empty
+	// terminal=false class=none      <nil>
+}
+
 func ExampleMessage() {
 	err := errors.New(`Precondition failed: UID in precondition: 0b6e2a3c-1f0e-4c1e-9a3b-2f8c1d4e5a6b, resourceVersion=48213`)
 	fmt.Println(errors.Message(err))

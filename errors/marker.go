@@ -10,6 +10,20 @@ import (
 // against; a [Permanent] marker reports itself equal to it.
 var terminalSentinel = reconcile.TerminalError(nil)
 
+// IsTerminal reports whether controller-runtime will not retry err when a
+// Reconcile returns it: what controller-runtime asks,
+// errors.Is(err, reconcile.TerminalError(nil)). A [Permanent] error is
+// terminal, and so is any error with a reconcile.TerminalError in its chain.
+//
+// It is not [Classify]'s question. There the outermost explicit decision
+// wins, so Transient(reconcile.TerminalError(err)) is [ClassTransient];
+// controller-runtime looks down the whole chain, and will not retry it.
+// Package requeue asks both: it returns a transient error in a form
+// controller-runtime retries.
+func IsTerminal(err error) bool {
+	return Is(err, terminalSentinel)
+}
+
 // markerError carries an explicit class chosen by the caller. Its text is the
 // cause's text, unchanged, so marking an error never alters log lines or
 // condition messages.

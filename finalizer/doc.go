@@ -50,10 +50,6 @@
 // nothing to change make no request at all, so calling them on every
 // reconcile is free.
 //
-// The package functions [Add] and [Remove], [Registry.AddAll] and
-// [Registry.Run], with their options, are the deprecated spellings of the
-// same calls: they build a Writer for each call.
-//
 // Edge cases handled: no finalizer is ever added to an object being deleted
 // ([ErrDeleting]), including when deletion starts between the caller's read
 // and the write; an object that vanishes before or while its last finalizer
@@ -65,7 +61,7 @@
 // event. predicate.GenerationChangedPredicate lets it through for custom
 // resources only because a real API server bumps their generation on
 // deletion; for types without a generation, and with the fake client, it
-// drops it. Combine it with [ChangedPredicate] to never miss a deletion.
+// drops it. Combine it with [Predicate] to never miss a deletion.
 //
 // This package does not decide what to clean up or when to requeue; owned
 // objects in the same namespace are better left to the garbage collector

@@ -53,15 +53,6 @@ var ErrInvalidName = errors.New("finalizer: invalid name")
 // that cannot write, with the reason.
 var ErrInvalidWriter = errors.New("finalizer: invalid Writer")
 
-// ErrNoFieldOwner is errors.ErrNoFieldOwner, the library's one
-// missing-field-owner error: a [Writer] built with an empty field owner
-// returns it (wrapped, and classed permanent) from every call, and sends
-// nothing.
-//
-// Deprecated: use errors.ErrNoFieldOwner (package
-// github.com/reconcilekit/reconcilekit/errors), the same value.
-var ErrNoFieldOwner = rkerrors.ErrNoFieldOwner
-
 // Writer adds and removes finalizers of objects with patches of
 // metadata.finalizers that carry the operator's field manager and the
 // object's resourceVersion (an optimistic lock): another writer's change in
@@ -154,60 +145,6 @@ func (w *Writer) backoff() wait.Backoff {
 	return b
 }
 
-// Option configures a call of the deprecated package functions.
-//
-// Deprecated: configure a [Writer] (NewWriter, then its fields).
-type Option func(*options)
-
-type options struct {
-	reader     client.Reader
-	backoff    *wait.Backoff
-	fieldOwner string
-}
-
-// WithFieldOwner names the operator for a call of the deprecated package
-// functions: the field manager of its patches.
-//
-// Deprecated: pass the name to [NewWriter]:
-// finalizer.NewWriter(c, name).Add(ctx, obj, finalizerName).
-func WithFieldOwner(name string) Option {
-	return func(o *options) { o.fieldOwner = name }
-}
-
-// WithAPIReader makes the re-read after a conflict go through r.
-//
-// Deprecated: set [Writer.APIReader].
-func WithAPIReader(r client.Reader) Option {
-	return func(o *options) { o.reader = r }
-}
-
-// WithRetry sets how often and how fast a write is retried after a
-// conflict. A backoff with Steps < 1 makes exactly one attempt.
-//
-// Deprecated: set [Writer.Retry].
-func WithRetry(b wait.Backoff) Option {
-	return func(o *options) { o.backoff = &b }
-}
-
-// writerFor is the Writer the deprecated functions write through: c, and
-// what opts say.
-func writerFor(c client.Client, opts []Option) *Writer {
-	var o options
-	for _, opt := range opts {
-		if opt != nil {
-			opt(&o)
-		}
-	}
-	w := NewWriter(c, o.fieldOwner)
-	w.APIReader = o.reader
-	if o.backoff != nil {
-		w.Retry = *o.backoff
-		// Steps < 1 meant one attempt; a zero Retry means the default.
-		w.Retry.Steps = max(w.Retry.Steps, 1)
-	}
-	return w
-}
-
 // ValidateName reports whether name can be stored in metadata.finalizers: it
 // must be a qualified name ("example.com/cleanup"). The error wraps
 // [ErrInvalidName].
@@ -282,24 +219,6 @@ func (w *Writer) Remove(ctx context.Context, obj client.Object, name string) (ch
 		return false, nil
 	}
 	return changed, err
-}
-
-// Add adds the finalizer name to obj, as [Writer.Add] does, through c with
-// the options opts.
-//
-// Deprecated: use finalizer.NewWriter(c, fieldOwner).Add(ctx, obj, name);
-// the Writer's fields replace the options.
-func Add(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
-	return writerFor(c, opts).Add(ctx, obj, name)
-}
-
-// Remove removes the finalizer name from obj, as [Writer.Remove] does,
-// through c with the options opts.
-//
-// Deprecated: use finalizer.NewWriter(c, fieldOwner).Remove(ctx, obj,
-// name); the Writer's fields replace the options.
-func Remove(ctx context.Context, c client.Client, obj client.Object, name string, opts ...Option) (changed bool, err error) {
-	return writerFor(c, opts).Remove(ctx, obj, name)
 }
 
 // write applies edit to obj's finalizers and patches the result with an

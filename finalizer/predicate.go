@@ -7,7 +7,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 )
 
-// ChangedPredicate lets through every event that matters to finalizers:
+// Predicate lets through every event that matters to finalizers:
 // each update where deletion began (the deletionTimestamp was set) or a
 // finalizer was removed, and all create, delete and generic events. Other
 // updates are dropped.
@@ -17,7 +17,7 @@ import (
 //
 //	ctrl.NewControllerManagedBy(mgr).
 //		For(&v1.Widget{}, builder.WithPredicates(predicate.Or(
-//			predicate.GenerationChangedPredicate{}, finalizer.ChangedPredicate())))
+//			predicate.GenerationChangedPredicate{}, finalizer.Predicate())))
 //
 // Why: the start of a deletion is an update, not a delete event. Whether
 // GenerationChangedPredicate passes it depends on the type. A real
@@ -26,11 +26,11 @@ import (
 // that update gets through; but types without a generation (ConfigMap,
 // Secret: always 0) never get a bump, and controller-runtime's fake client
 // bumps nothing, so there the update is dropped and cleanup never starts.
-// ChangedPredicate makes the outcome the same everywhere. It also lets through the
-// removal of a finalizer by someone else, so [Registry.AddMissing] can put it back;
-// the addition of one (usually the reconciler's own AddMissing) is dropped, as
-// it needs no reconcile.
-func ChangedPredicate() predicate.Predicate {
+// Predicate makes the outcome the same everywhere. It also lets through the
+// removal of a finalizer by someone else, so [Registry.AddMissing] can put it
+// back; the addition of one (usually the reconciler's own AddMissing) is
+// dropped, as it needs no reconcile.
+func Predicate() predicate.Predicate {
 	return predicate.Funcs{
 		UpdateFunc: func(e event.UpdateEvent) bool {
 			if e.ObjectOld == nil || e.ObjectNew == nil {

@@ -51,13 +51,13 @@ func TestPredicateUpdate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := finalizer.ChangedPredicate().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new})
+			got := finalizer.Predicate().Update(event.UpdateEvent{ObjectOld: tt.old, ObjectNew: tt.new})
 			if got != tt.want {
 				t.Errorf("Update = %v, want %v", got, tt.want)
 			}
 		})
 	}
-	p := finalizer.ChangedPredicate()
+	p := finalizer.Predicate()
 	if !p.Create(event.CreateEvent{Object: widget(nil)}) || !p.Delete(event.DeleteEvent{Object: widget(nil)}) ||
 		!p.Generic(event.GenericEvent{Object: widget(nil)}) {
 		t.Errorf("Predicate must let create, delete and generic events through")
@@ -113,8 +113,8 @@ func TestWatchTrapGenerationChangedPredicateOnDeletion(t *testing.T) {
 				t.Errorf("GenerationChangedPredicate.Update = %v, want %v (generation %d -> %d)",
 					got, tt.wantGenerationChanged, old.GetGeneration(), updated.GetGeneration())
 			}
-			if !predicate.Or(predicate.GenerationChangedPredicate{}, finalizer.ChangedPredicate()).Update(e) {
-				t.Errorf("Or(GenerationChangedPredicate, ChangedPredicate()).Update = false, want true")
+			if !predicate.Or(predicate.GenerationChangedPredicate{}, finalizer.Predicate()).Update(e) {
+				t.Errorf("Or(GenerationChangedPredicate, Predicate()).Update = false, want true")
 			}
 		})
 	}
@@ -124,7 +124,7 @@ func TestWatchTrapGenerationChangedPredicateOnDeletion(t *testing.T) {
 // the API server whose watches are filtered, and checks that deleting an
 // object still runs its cleanup and lets it go. Widgets are watched with
 // GenerationChangedPredicate alone (enough on a real server, see above);
-// ConfigMaps with Or(GenerationChangedPredicate, ChangedPredicate()).
+// ConfigMaps with Or(GenerationChangedPredicate, Predicate()).
 func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 	env.Require(t)
 	ns := env.Namespace(t)
@@ -172,7 +172,7 @@ func TestDeletionReachesAReconcilerThatFiltersEvents(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := ctrl.NewControllerManagedBy(mgr).Named("configmaps").
-		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, finalizer.ChangedPredicate()))).
+		For(&corev1.ConfigMap{}, builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, finalizer.Predicate()))).
 		Complete(reconciler(func() client.Object { return &corev1.ConfigMap{} })); err != nil {
 		t.Fatal(err)
 	}

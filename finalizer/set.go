@@ -44,8 +44,8 @@ func (e *CleanupError) Error() string {
 // Unwrap returns the cause.
 func (e *CleanupError) Unwrap() error { return e.Err }
 
-// RunResult says what [Registry.Finalize] did.
-type RunResult struct {
+// Outcome says what [Registry.Finalize] did.
+type Outcome struct {
 	// Removed lists, in run order, the finalizers whose cleanup succeeded
 	// and that this call removed from the object.
 	Removed []string
@@ -56,7 +56,7 @@ type RunResult struct {
 
 // Done reports whether none of the Registry's finalizers remain on the
 // object.
-func (r RunResult) Done() bool { return len(r.Remaining) == 0 }
+func (r Outcome) Done() bool { return len(r.Remaining) == 0 }
 
 // Registry is an ordered collection of named finalizers for objects of type
 // T. Cleanups run in the order the finalizers were registered, one at a
@@ -144,15 +144,6 @@ func (s *Registry[T]) AddMissing(ctx context.Context, w *Writer, obj T) (changed
 	})
 }
 
-// AddAll adds every registered finalizer that obj lacks, as
-// [Registry.AddMissing] does, through c with the options opts.
-//
-// Deprecated: use AddMissing(ctx, finalizer.NewWriter(c, fieldOwner), obj);
-// the Writer's fields replace the options.
-func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts ...Option) (changed bool, err error) {
-	return s.AddMissing(ctx, writerFor(c, opts), obj)
-}
-
 // Finalize is the deletion path of a reconcile: for an object with a
 // deletionTimestamp it runs, in registration order, the cleanup of each
 // registered finalizer the object still has, stopping at the first failure,
@@ -163,16 +154,16 @@ func (s *Registry[T]) AddAll(ctx context.Context, c client.Client, obj T, opts .
 // A failed cleanup keeps its finalizer (and those after it) and is returned
 // as a [*CleanupError] wrapping the cause, joined with the patch error if
 // removing the earlier ones failed too. An object that vanishes (NotFound) is
-// done: Finalize then returns a RunResult with nothing remaining and no
+// done: Finalize then returns an Outcome with nothing remaining and no
 // error. Finalize returns [ErrNotDeleting], without running anything, for
 // an object that is not being deleted, and the error of a Writer that
 // [Writer.Validate] refuses, without running anything.
-func (s *Registry[T]) Finalize(ctx context.Context, w *Writer, obj T) (RunResult, error) {
+func (s *Registry[T]) Finalize(ctx context.Context, w *Writer, obj T) (Outcome, error) {
 	if err := w.check("running finalizers of", obj); err != nil {
-		return RunResult{}, err
+		return Outcome{}, err
 	}
 	if !deleting(obj) {
-		return RunResult{}, fmt.Errorf("running finalizers of %s: %w", describe(obj), ErrNotDeleting)
+		return Outcome{}, fmt.Errorf("running finalizers of %s: %w", describe(obj), ErrNotDeleting)
 	}
 	s.mu.RLock()
 	entries := slices.Clone(s.entries)
@@ -209,25 +200,16 @@ func (s *Registry[T]) Finalize(ctx context.Context, w *Writer, obj T) (RunResult
 	if apierrors.IsNotFound(patchErr) {
 		// The object is gone, and with it every finalizer: someone else
 		// removed the last one. A failed cleanup is still reported.
-		return RunResult{}, cleanupErr
+		return Outcome{}, cleanupErr
 	}
 	if patchErr != nil {
 		removed = nil
 	}
-	res := RunResult{Removed: removed}
+	res := Outcome{Removed: removed}
 	for _, e := range entries {
 		if slices.Contains(obj.GetFinalizers(), e.name) {
 			res.Remaining = append(res.Remaining, e.name)
 		}
 	}
 	return res, errors.Join(cleanupErr, patchErr)
-}
-
-// Run runs the cleanups of an object being deleted, as [Registry.Finalize]
-// does, through c with the options opts.
-//
-// Deprecated: use Finalize(ctx, finalizer.NewWriter(c, fieldOwner), obj);
-// the Writer's fields replace the options.
-func (s *Registry[T]) Run(ctx context.Context, c client.Client, obj T, opts ...Option) (RunResult, error) {
-	return s.Finalize(ctx, writerFor(c, opts), obj)
 }

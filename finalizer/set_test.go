@@ -99,7 +99,7 @@ func TestRunCleansUpInRegistrationOrderAndLeavesForeignFinalizers(t *testing.T) 
 	if diff := cmp.Diff(s.Names(), rec.ran); diff != "" {
 		t.Errorf("cleanup order (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(finalizer.RunResult{Removed: s.Names()}, res); diff != "" {
+	if diff := cmp.Diff(finalizer.Outcome{Removed: s.Names()}, res); diff != "" {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}
 	if !res.Done() {
@@ -147,7 +147,7 @@ func TestRunFailingCleanupKeepsItsFinalizerAndReturnsTheCause(t *testing.T) {
 	if diff := cmp.Diff([]string{networkFinalizer, dnsFinalizer}, rec.ran); diff != "" {
 		t.Errorf("cleanups that ran: a failure stops the later ones (-want +got):\n%s", diff)
 	}
-	wantRes := finalizer.RunResult{Removed: []string{networkFinalizer}, Remaining: []string{dnsFinalizer, bucketFinalizer}}
+	wantRes := finalizer.Outcome{Removed: []string{networkFinalizer}, Remaining: []string{dnsFinalizer, bucketFinalizer}}
 	if diff := cmp.Diff(wantRes, res); diff != "" {
 		t.Errorf("Result (-want +got):\n%s", diff)
 	}

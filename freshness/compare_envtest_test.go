@@ -80,25 +80,22 @@ func TestALoopChildAnotherWriterDeletesIsCreatedAgainInOneReconcile(t *testing.T
 				outcomes []drift.Operation
 				failures []error
 			)
-			loop := &reconcile.Loop[*testapi.Widget]{
-				Client:     c,
-				FieldOwner: "freshness-test",
-				APIReader:  mgr.GetAPIReader(),
-				Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
-				Sync: func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-					child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name + "-child"},
-						Data: map[string]string{"message": w.Spec.Message}}
-					out, err := drift.Ensure(ctx, c, child, drift.Owner(w), drift.WithFieldOwner("freshness-test"))
-					mu.Lock()
-					defer mu.Unlock()
-					if err != nil {
-						failures = append(failures, err)
-						return reconcile.Progress{}, err
-					}
-					outcomes = append(outcomes, out.Operation)
-					return reconcile.Progress{Reason: "Ensured"}, nil
-				},
-			}
+			children := drift.NewWriter(c, "freshness-test")
+			loop := reconcile.New(c, "freshness-test", func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+				child := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: w.Namespace, Name: w.Name + "-child"},
+					Data: map[string]string{"message": w.Spec.Message}}
+				out, err := children.Ensure(ctx, child, drift.Owner(w))
+				mu.Lock()
+				defer mu.Unlock()
+				if err != nil {
+					failures = append(failures, err)
+					return reconcile.Progress{}, err
+				}
+				outcomes = append(outcomes, out.Operation)
+				return reconcile.Progress{Reason: "Ensured"}, nil
+			})
+			loop.APIReader = mgr.GetAPIReader()
+			loop.Policy = &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}}
 			noCreates := predicate.Funcs{CreateFunc: func(event.CreateEvent) bool { return false }}
 			if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}, builder.WithPredicates(reconcile.Predicate())).
 				Owns(&corev1.ConfigMap{}, builder.WithPredicates(noCreates)).Named("child-" + string(g)).Complete(mgr.Reconciler(loop)); err != nil {

@@ -143,31 +143,27 @@ func testALoopNeverActsOnItsOwnStaleWrites(t *testing.T, g guard) {
 	}
 	rec := events.NewFakeRecorder(100)
 	const steps = 5
-	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:     mgr.GetClient(),
-		FieldOwner: "loop-test",
-		APIReader:  mgr.GetAPIReader(),
-		Finalizers: fin,
-		Recorder:   rec,
-		Events:     reconcile.EventsOnTransitions,
-		Freshness:  tracker,
-		Policy:     &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}},
-		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-			step := len(w.Status.Phase)
-			mu.Lock()
-			defer mu.Unlock()
-			if step < written[w.Name] {
-				t.Errorf("%s: Sync saw step %d after the loop wrote step %d: a stale read", w.Name, step, written[w.Name])
-			}
-			if step < steps {
-				w.Status.Phase += "+"
-				written[w.Name] = step + 1
-				return reconcile.Progress{State: reconcile.InProgress, Reason: fmt.Sprintf("Step%d", step+1),
-					Requeue: crreconcile.Result{RequeueAfter: 10 * time.Millisecond}}, nil
-			}
-			return reconcile.Progress{Reason: "Done"}, nil
-		},
-	}
+	loop := reconcile.New(mgr.GetClient(), "loop-test", func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+		step := len(w.Status.Phase)
+		mu.Lock()
+		defer mu.Unlock()
+		if step < written[w.Name] {
+			t.Errorf("%s: Sync saw step %d after the loop wrote step %d: a stale read", w.Name, step, written[w.Name])
+		}
+		if step < steps {
+			w.Status.Phase += "+"
+			written[w.Name] = step + 1
+			return reconcile.Progress{State: reconcile.InProgress, Reason: fmt.Sprintf("Step%d", step+1),
+				Requeue: crreconcile.Result{RequeueAfter: 10 * time.Millisecond}}, nil
+		}
+		return reconcile.Progress{Reason: "Done"}, nil
+	})
+	loop.APIReader = mgr.GetAPIReader()
+	loop.Finalizers = fin
+	loop.Recorder = rec
+	loop.Events = reconcile.EventsOnTransitions
+	loop.Freshness = tracker
+	loop.Policy = &requeue.Policy{Observe: func(context.Context, requeue.Decision) {}}
 	if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}).Named("stale-loop").Complete(mgr.Reconciler(loop)); err != nil {
 		t.Fatal(err)
 	}

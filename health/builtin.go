@@ -3,6 +3,7 @@ package health
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -19,60 +20,82 @@ import (
 // documentation lists; each differs on purpose, and the oracle tests
 // (oracle_test.go) hold both to it.
 
+// builtin is a built-in kind with a rule of its own: one row of builtins,
+// the one list of them.
+type builtin struct {
+	// typ is the kind's Go type in k8s.io/api, whose objects of says the
+	// health of; nil for a kind read through the conventions' view.
+	typ reflect.Type
+	of  func(client.Object) Health
+	// view says the health from the conventions' view, after the rules
+	// every kind shares (deletion, observedGeneration, Reconciling and
+	// Stalled); nil for a kind with a Go type.
+	view func(view) Health
+	// goPackage is the import path (up to the version) of the kind's Go
+	// types when client-go's scheme does not know them, for a typed object
+	// without its TypeMeta; "" otherwise.
+	goPackage string
+}
+
+// rule is the row of a kind whose typed objects of says the health of.
+func rule[T any, P interface {
+	*T
+	client.Object
+}](of func(P) Health) builtin {
+	return builtin{typ: reflect.TypeFor[T](), of: func(o client.Object) Health { return of(o.(P)) }}
+}
+
+// builtins are the built-in kinds with a rule of their own, by group and
+// kind, whatever their version.
+var builtins = map[schema.GroupKind]builtin{
+	{Group: "apps", Kind: "Deployment"}:            rule(deployment),
+	{Group: "apps", Kind: "StatefulSet"}:           rule(statefulSet),
+	{Group: "apps", Kind: "DaemonSet"}:             rule(daemonSet),
+	{Group: "apps", Kind: "ReplicaSet"}:            rule(replicaSet),
+	{Group: "batch", Kind: "Job"}:                  rule(job),
+	{Kind: "Pod"}:                                  rule(pod),
+	{Kind: "PersistentVolumeClaim"}:                rule(claim),
+	{Kind: "Service"}:                              rule(service),
+	{Group: "policy", Kind: "PodDisruptionBudget"}: rule(budget),
+	{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}: {
+		view: definition, goPackage: "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/"},
+}
+
+// kindOfType is the kind of each Go type of builtins.
+var kindOfType = func() map[reflect.Type]schema.GroupKind {
+	m := map[reflect.Type]schema.GroupKind{}
+	for gk, b := range builtins {
+		if b.typ != nil {
+			m[b.typ] = gk
+		}
+	}
+	return m
+}()
+
 // typed says the health of a typed object of a built-in kind with a rule
 // of its own; ok is false for any other object.
 func typed(obj client.Object) (h Health, ok bool) {
-	var kind string
-	switch o := obj.(type) {
-	case *appsv1.Deployment:
-		h, kind = deployment(o), "Deployment"
-	case *appsv1.StatefulSet:
-		h, kind = statefulSet(o), "StatefulSet"
-	case *appsv1.DaemonSet:
-		h, kind = daemonSet(o), "DaemonSet"
-	case *appsv1.ReplicaSet:
-		h, kind = replicaSet(o), "ReplicaSet"
-	case *batchv1.Job:
-		h, kind = job(o), "Job"
-	case *corev1.Pod:
-		h, kind = pod(o), "Pod"
-	case *corev1.PersistentVolumeClaim:
-		h, kind = claim(o), "PersistentVolumeClaim"
-	case *corev1.Service:
-		h, kind = service(o), "Service"
-	case *policyv1.PodDisruptionBudget:
-		h, kind = budget(o), "PodDisruptionBudget"
-	default:
+	t := reflect.TypeOf(obj)
+	if t.Kind() != reflect.Pointer {
 		return Health{}, false
 	}
-	h.Kind, h.Namespace, h.Name = kind, obj.GetNamespace(), obj.GetName()
+	gk, ok := kindOfType[t.Elem()]
+	if !ok {
+		return Health{}, false
+	}
+	h = builtins[gk].of(obj)
+	h.Kind, h.Namespace, h.Name = gk.Kind, obj.GetNamespace(), obj.GetName()
 	return h, true
 }
 
 // typedFor returns an empty typed object for unstructured content of a
 // built-in kind with a rule of its own, whatever its version.
 func typedFor(gvk schema.GroupVersionKind) (client.Object, bool) {
-	switch gvk.GroupKind() {
-	case schema.GroupKind{Group: "apps", Kind: "Deployment"}:
-		return &appsv1.Deployment{}, true
-	case schema.GroupKind{Group: "apps", Kind: "StatefulSet"}:
-		return &appsv1.StatefulSet{}, true
-	case schema.GroupKind{Group: "apps", Kind: "DaemonSet"}:
-		return &appsv1.DaemonSet{}, true
-	case schema.GroupKind{Group: "apps", Kind: "ReplicaSet"}:
-		return &appsv1.ReplicaSet{}, true
-	case schema.GroupKind{Group: "batch", Kind: "Job"}:
-		return &batchv1.Job{}, true
-	case schema.GroupKind{Kind: "Pod"}:
-		return &corev1.Pod{}, true
-	case schema.GroupKind{Kind: "PersistentVolumeClaim"}:
-		return &corev1.PersistentVolumeClaim{}, true
-	case schema.GroupKind{Kind: "Service"}:
-		return &corev1.Service{}, true
-	case schema.GroupKind{Group: "policy", Kind: "PodDisruptionBudget"}:
-		return &policyv1.PodDisruptionBudget{}, true
+	b, ok := builtins[gvk.GroupKind()]
+	if !ok || b.typ == nil {
+		return nil, false
 	}
-	return nil, false
+	return reflect.New(b.typ).Interface().(client.Object), true
 }
 
 func current(reason, message string) Health {

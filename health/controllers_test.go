@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/drift"
+	"github.com/reconcilekit/reconcilekit/errors"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/health"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -36,11 +38,13 @@ const fieldOwner = "health-test"
 
 // parent reconciles Widgets that own one child each, a Deployment or a Job
 // desired makes from the Widget, and reports the child's health on the
-// Widget's conditions, as an operator built on reconcile.Loop would.
+// Widget's conditions, as an operator built on reconcile.Loop would: its
+// client is guarded by a freshness.Tracker, the one its Loop uses too, so
+// the child Ensure leaves is never older than the parent's last write of
+// it.
 type parent struct {
-	client   client.Client
-	children health.Tracker
-	desired  func(*testapi.Widget) client.Object
+	client  client.Client
+	desired func(*testapi.Widget) client.Object
 }
 
 func (p *parent) sync(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
@@ -48,11 +52,19 @@ func (p *parent) sync(ctx context.Context, w *testapi.Widget) (reconcile.Progres
 	if _, err := drift.NewWriter(p.client, fieldOwner).Ensure(ctx, child, drift.Owner(w)); err != nil {
 		return reconcile.Progress{}, err
 	}
-	h, err := p.children.Summarize(child)
+	h, err := health.OfAll(child)
 	if err != nil {
 		return reconcile.Progress{}, err
 	}
 	return reconcile.Progress{Reason: "Deployed", Message: "children ready"}.WithChildren(h), nil
+}
+
+// guarded returns mgr's client guarded by a freshness.Tracker that waits
+// for mgr's cache, as ctrl.Options{NewClient: tracker.NewClient} builds a
+// manager's client.
+func guarded(mgr *testenv.Manager) (client.Client, *freshness.Tracker) {
+	tracker := &freshness.Tracker{Informers: mgr.GetCache()}
+	return tracker.Wrap(mgr.GetClient()), tracker
 }
 
 // deployment is a Widget's Deployment: spec.message is its image,
@@ -87,8 +99,9 @@ func start(t *testing.T, desired func(*testapi.Widget) client.Object, opts teste
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := &parent{client: mgr.GetClient(), desired: desired}
-	loop := reconcile.New(mgr.GetClient(), fieldOwner, p.sync)
+	c, _ := guarded(mgr)
+	p := &parent{client: c, desired: desired}
+	loop := reconcile.New(c, fieldOwner, p.sync)
 	err = ctrl.NewControllerManagedBy(mgr).
 		For(&testapi.Widget{}, builder.WithPredicates(reconcile.Predicate())).
 		Owns(&appsv1.Deployment{}, builder.WithPredicates(health.Predicate())).
@@ -385,10 +398,13 @@ func TestFailingJobFailsTheParent(t *testing.T) {
 // certain: the Deployment rolls out image A, the parent writes image B
 // (generation 2), then goes back to A before its cache has seen the write.
 // The cached Deployment, generation 1 with image A, rolled out, matches
-// what the parent wants, so Ensure writes nothing, and its status alone
-// says Current; the Tracker knows generation 2 was written and says
-// InProgress (CacheBehind). Once the cache catches up, the parent writes A
-// again (generation 3) and is Ready only when that is rolled out.
+// what the parent wants, and its status alone says Current; but the parent
+// reads it through its freshness-guarded client, which knows generation 2
+// was written: the read waits for the cache, then fails with a
+// freshness.StaleError (a conflict: a quiet requeue), and the parent is
+// never Ready on that copy. Once the cache catches up, the parent writes A
+// again (generation 3) and is Ready only when that is rolled out; the
+// Tracker then remembers nothing.
 func TestALaggingCacheIsNeverTakenForCurrent(t *testing.T) {
 	t.Parallel()
 	ns := env.Namespace(t)
@@ -399,16 +415,22 @@ func TestALaggingCacheIsNeverTakenForCurrent(t *testing.T) {
 	}
 	mgr.Run(t)
 	ctx, api, cached := t.Context(), env.Client(t), mgr.GetClient()
-	p := &parent{client: cached, desired: func(w *testapi.Widget) client.Object { return deployment(w) }}
+	c, tracker := guarded(mgr)
+	tracker.MaxWait = 500 * time.Millisecond
+	p := &parent{client: c, desired: func(w *testapi.Widget) client.Object { return deployment(w) }}
 
 	w := newWidget(ns, "web", "nginx:1.27", 2)
 	if err := api.Create(ctx, w); err != nil {
 		t.Fatal(err)
 	}
-	sync := func(image string) reconcile.Progress {
+	sync := func(image string) (reconcile.Progress, error) {
 		t.Helper()
 		w.Spec.Message = image
-		progress, err := p.sync(ctx, w)
+		return p.sync(ctx, w)
+	}
+	mustSync := func(image string) reconcile.Progress {
+		t.Helper()
+		progress, err := sync(image)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -440,20 +462,19 @@ func TestALaggingCacheIsNeverTakenForCurrent(t *testing.T) {
 		}
 	}
 
-	if got := sync("nginx:1.27"); got.State != reconcile.InProgress {
+	if got := mustSync("nginx:1.27"); got.State != reconcile.InProgress {
 		t.Fatalf("after creating the Deployment: %+v", got)
 	}
 	rolledOut(1)
-	if got := sync("nginx:1.27"); got.State != reconcile.Done {
+	if got := mustSync("nginx:1.27"); got.State != reconcile.Done {
 		t.Fatalf("generation 1 rolled out: %+v", got)
 	}
 
-	if got := sync("nginx:1.28"); got.State != reconcile.InProgress {
+	if got := mustSync("nginx:1.28"); got.State != reconcile.InProgress {
 		t.Fatalf("after writing generation 2: %+v", got)
 	}
-	// Back to 1.27 while the cache still holds generation 1: nothing to
-	// write, and the stale copy says Current.
-	got := sync("nginx:1.27")
+	// Back to 1.27 while the cache still holds generation 1: that copy
+	// says Current, and matches what the parent wants.
 	var stale appsv1.Deployment
 	if err := cached.Get(ctx, key, &stale); err != nil {
 		t.Fatal(err)
@@ -461,21 +482,22 @@ func TestALaggingCacheIsNeverTakenForCurrent(t *testing.T) {
 	if h, _ := health.Of(&stale); stale.Generation != 1 || h.Status != health.Current {
 		t.Fatalf("the cache was to hold generation 1, rolled out; it holds generation %d, %s", stale.Generation, h)
 	}
-	if got.State != reconcile.InProgress || got.Reason != "DeploymentCacheBehind" {
-		t.Errorf("with generation 2 written and the cache at 1: %+v, want InProgress, DeploymentCacheBehind", got)
+	got, err := sync("nginx:1.27")
+	if class, _ := errors.Classify(err); !errors.Is(err, freshness.ErrStale) || class != errors.ClassConflict {
+		t.Fatalf("with generation 2 written and the cache at 1: %+v, %v (%s); want a freshness.StaleError, class conflict", got, err, class)
 	}
 
 	// The cache catches up with generation 2 (1.28): the parent writes 1.27
 	// again, generation 3, and is Ready once that is rolled out.
 	rolledOut(2)
-	if got := sync("nginx:1.27"); got.State != reconcile.InProgress {
+	if got := mustSync("nginx:1.27"); got.State != reconcile.InProgress {
 		t.Fatalf("after writing generation 3: %+v", got)
 	}
 	rolledOut(3)
-	if got := sync("nginx:1.27"); got.State != reconcile.Done {
+	if got := mustSync("nginx:1.27"); got.State != reconcile.Done {
 		t.Errorf("generation 3 rolled out: %+v", got)
 	}
-	if n := p.children.Len(); n != 0 {
-		t.Errorf("the Tracker still remembers %d objects", n)
+	if n := tracker.Len(); n != 0 {
+		t.Errorf("the freshness Tracker still remembers %d writes", n)
 	}
 }

@@ -2,10 +2,11 @@ package health
 
 import (
 	"fmt"
-	"math"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/reconcilekit/reconcilekit/internal/jsonnum"
 )
 
 // view is what the conventions read of an object: its generation, whether
@@ -91,19 +92,11 @@ func read(u *unstructured.Unstructured) (view, error) {
 	return v, nil
 }
 
-// integer reads a JSON number of unstructured content.
+// integer reads a JSON number of unstructured content that must be an
+// integer (package jsonnum: any number type of Go content, float32 too).
 func integer(x any) (int64, error) {
-	switch n := x.(type) {
-	case int64:
+	if n, ok := jsonnum.Int(x); ok {
 		return n, nil
-	case int:
-		return int64(n), nil
-	case int32:
-		return int64(n), nil
-	case float64:
-		if n == math.Trunc(n) && math.Abs(n) < 1<<53 {
-			return int64(n), nil
-		}
 	}
 	return 0, fmt.Errorf("%v is not an integer", x)
 }
@@ -134,8 +127,8 @@ func conventions(v view, gvk schema.GroupVersionKind, custom bool) Health {
 			return failed(orDefault(c.reason, "Stalled"), c.message)
 		}
 	}
-	if gvk.GroupKind() == (schema.GroupKind{Group: "apiextensions.k8s.io", Kind: "CustomResourceDefinition"}) {
-		return definition(v)
+	if b := builtins[gvk.GroupKind()]; b.view != nil {
+		return b.view(v)
 	}
 	for _, c := range v.conditions {
 		if c.typ != "Ready" {

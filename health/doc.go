@@ -8,8 +8,8 @@
 // [Of] is a pure function: an object's [Health] is [Current], [InProgress]
 // or [Failed], with a CamelCase reason and a message, from its metadata and
 // status alone, with no request and no clock. [Summarize] picks the worst
-// of several children. [Health.ParentCondition] says a child's health in
-// the parent's words, naming the child: reason
+// of several Healths, [OfAll] of several objects. [Health.ParentCondition]
+// says a child's health in the parent's words, naming the child: reason
 // DeploymentProgressDeadlineExceeded, message "Deployment shop/web: ...".
 //
 // # Never Ready on a stale status
@@ -19,22 +19,26 @@
 // InProgress, whatever the rest says. That is not enough in a reconciler,
 // which reads its children from an informer cache: right after it wrote a
 // child, the cache may still hold the copy from before the write, whose
-// status, complete for the old spec, says Current. A [Tracker] remembers
-// the newest generation it has seen of each child, and an older copy is
-// InProgress (reason CacheBehind). drift.Writer's Ensure leaves the object
-// the write returned, with its new generation, in its argument: give that
-// to the Tracker. Nothing is added to drift.Outcome: the object already
-// says it. A Tracker remembers only children that are not Current yet, so
-// its memory is that of the rollouts in flight (MaxEntries bounds it).
+// status, complete for the old spec, says Current. The library has one rule
+// for copies older than this process's own writes, package freshness's:
+// read children through a client a freshness.Tracker guards (the manager's
+// client, with ctrl.Options{NewClient: tracker.NewClient}, which
+// reconcile.Loop then uses as it is; or tracker.Wrap(mgr.GetClient()) given
+// to both the Loop and Sync). Such a read is never older than the write:
+// it waits for the cache, and after the Tracker's MaxWait returns a
+// freshness.StaleError, a quiet requeue, never a verdict on the old copy.
+// drift.Writer's Ensure reads the child through its client and leaves in
+// its argument what it read, or what its write returned: Of of that object
+// is the child's health at the generation written.
 //
 // # In a reconciler
 //
 // With reconcile.Loop, Sync folds its children's health into its
 // Progress:
 //
-//	out, err := r.Writer.Ensure(ctx, dep, drift.Owner(site))
+//	out, err := drift.NewWriter(r.Client, FieldOwner).Ensure(ctx, dep, drift.Owner(site)) // r.Client is guarded
 //	...
-//	children, err := r.Children.Summarize(dep) // r.Children is a health.Tracker
+//	children, err := health.OfAll(dep, svc)
 //	if err != nil {
 //		return reconcile.Progress{}, err
 //	}
@@ -138,7 +142,7 @@
 // (kubectl, cli-runtime, kustomize and starlark, through cli-utils'
 // go.mod: go list -m all of a module that imports it, 135 -> 169), and its
 // answers differ where listed above, and it reads unstructured content
-// only. This package adds 7 packages beyond pkg/reconcile (docs/weight.md
+// only. This package adds 8 packages beyond pkg/reconcile (docs/weight.md
 // in the module).
 //
 // The package does not fetch children (a reconciler has them from Ensure,

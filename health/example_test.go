@@ -40,38 +40,35 @@ func ExampleOf() {
 	// Deployment shop/web: ReplicaSet "web-5f7" has timed out progressing.
 }
 
-// A Tracker is shown the Deployment a write returned (generation 2); a
-// cache that still holds generation 1, rolled out, does not make it
-// Current.
-func ExampleTracker() {
-	var children health.Tracker
-	rolledOut := func(gen, observed int64) *appsv1.Deployment {
-		return &appsv1.Deployment{
-			ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", UID: "d1", Generation: gen},
-			Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
-			Status: appsv1.DeploymentStatus{ObservedGeneration: observed, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1,
-				Conditions: []appsv1.DeploymentCondition{
-					{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
-					{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}},
-		}
+// A parent's children, read through its client: the worst of them is what
+// its conditions say.
+func ExampleOfAll() {
+	web := &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web", Generation: 2},
+		Spec:       appsv1.DeploymentSpec{Replicas: ptr.To[int32](1)},
+		// What Ensure's patch of generation 2 returned: the Deployment
+		// controller has not observed it yet.
+		Status: appsv1.DeploymentStatus{ObservedGeneration: 1, Replicas: 1, UpdatedReplicas: 1, ReadyReplicas: 1, AvailableReplicas: 1},
 	}
-	written := rolledOut(2, 1) // what Ensure's patch returned
-	h, _ := children.Of(written)
-	fmt.Println(h.Status, h.Reason)
+	svc := &corev1.Service{ObjectMeta: metav1.ObjectMeta{Namespace: "shop", Name: "web"}}
+	children, err := health.OfAll(svc, web)
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println(children.Status, children.Reason)
+	fmt.Println(children.ParentCondition())
 
-	stale := rolledOut(1, 1) // what a lagging cache holds
-	h, _ = children.Of(stale)
-	fmt.Println(h.Status, h.Reason)
-	plain, _ := health.Of(stale)
-	fmt.Println("without the Tracker:", plain.Status)
-
-	h, _ = children.Of(rolledOut(2, 2))
-	fmt.Println(h.Status, children.Len())
+	web.Status.ObservedGeneration = 2
+	web.Status.Conditions = []appsv1.DeploymentCondition{
+		{Type: appsv1.DeploymentProgressing, Status: corev1.ConditionTrue, Reason: "NewReplicaSetAvailable"},
+		{Type: appsv1.DeploymentAvailable, Status: corev1.ConditionTrue}}
+	children, _ = health.OfAll(svc, web)
+	fmt.Println(children.Status)
 	// Output:
 	// InProgress LatestGenerationNotObserved
-	// InProgress CacheBehind
-	// without the Tracker: Current
-	// Current 0
+	// DeploymentLatestGenerationNotObserved Deployment shop/web: generation 2 not yet observed by its controller (its status describes generation 1)
+	// Current
 }
 
 // A reconciler that sets its conditions with package status marks its

@@ -133,8 +133,8 @@ func conditionReason(s string) string {
 	return strings.TrimRight(string(b), ",:")
 }
 
-// ErrUnreadable is matched (errors.Is) by the error of [Of] and of a
-// [Tracker] for an object whose health cannot be read: nil, or unstructured
+// ErrUnreadable is matched (errors.Is) by the error of [Of] and [OfAll]
+// for an object whose health cannot be read: nil, or unstructured
 // content whose status or metadata is not of the shape its kind has. It is
 // classed permanent: reading the same object again cannot help, and a
 // change of the object is an event of its own.
@@ -153,8 +153,10 @@ var ErrUnreadable = errors.New("health: unreadable object")
 //
 // An object being deleted is InProgress; an object whose status describes
 // an older generation than its metadata.generation is InProgress, never
-// Current. Of sees one copy of the object: a copy older than this
-// process's last write of it is [Tracker]'s to catch.
+// Current. Of sees the copy it is given: read a child through a client
+// guarded by a freshness.Tracker, and no copy is older than this process's
+// last write of it (see "Never Ready on a stale status" in the package
+// documentation).
 func Of(obj client.Object) (Health, error) {
 	if obj == nil || reflect.ValueOf(obj).Kind() == reflect.Pointer && reflect.ValueOf(obj).IsNil() {
 		return Health{}, errors.Permanent(fmt.Errorf("%w: nil object", ErrUnreadable))
@@ -204,6 +206,22 @@ func Summarize(children ...Health) Health {
 	return h
 }
 
+// OfAll returns the health of the worst of objs, as [Summarize] says it of
+// their [Of]: the one call that tells a reconciler what its parent's
+// conditions say of its children. It returns the first error of Of, and
+// no Health, when an object is unreadable.
+func OfAll(objs ...client.Object) (Health, error) {
+	hs := make([]Health, 0, len(objs))
+	for _, obj := range objs {
+		h, err := Of(obj)
+		if err != nil {
+			return Health{}, err
+		}
+		hs = append(hs, h)
+	}
+	return Summarize(hs...), nil
+}
+
 func key(obj client.Object) string {
 	if ns := obj.GetNamespace(); ns != "" {
 		return fmt.Sprintf("%q", ns+"/"+obj.GetName())
@@ -250,9 +268,10 @@ func gvkOf(obj runtime.Object) schema.GroupVersionKind {
 		t = t.Elem()
 	}
 	gvk := schema.GroupVersionKind{Kind: t.Name()}
-	const apiextensions = "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/"
-	if v, ok := strings.CutPrefix(t.PkgPath(), apiextensions); ok {
-		gvk.Group, gvk.Version = "apiextensions.k8s.io", v
+	for gk, b := range builtins {
+		if v, ok := strings.CutPrefix(t.PkgPath(), b.goPackage); ok && b.goPackage != "" && gk.Kind == t.Name() {
+			gvk.Group, gvk.Version = gk.Group, v
+		}
 	}
 	return gvk
 }

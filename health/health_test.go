@@ -3,7 +3,6 @@ package health_test
 import (
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -11,7 +10,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -108,6 +106,31 @@ func TestOfRefusesWhatItCannotRead(t *testing.T) {
 	}
 }
 
+// TestOfReadsEveryNumberTypeOfContent: an observedGeneration is read as an
+// integer whatever Go type content built by hand gives it (JSON decoding
+// gives int64, or float64), float32 included; a fraction is not one.
+func TestOfReadsEveryNumberTypeOfContent(t *testing.T) {
+	for _, og := range []any{int64(2), int(2), int32(2), float64(2), float32(2)} {
+		t.Run(fmt.Sprintf("%T", og), func(t *testing.T) {
+			h, err := health.Of(custom(3, map[string]any{"observedGeneration": og}))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if h.Status != health.InProgress || h.Reason != "LatestGenerationNotObserved" {
+				t.Errorf("generation 3, observed %T(2): %v, want InProgress, LatestGenerationNotObserved", og, h)
+			}
+			h, err = health.Of(custom(2, map[string]any{"observedGeneration": og,
+				"conditions": []any{map[string]any{"type": "Ready", "status": "True", "observedGeneration": og}}}))
+			if err != nil || h.Status != health.Current {
+				t.Errorf("generation 2, observed and Ready at %T(2): %v, %v; want Current", og, h, err)
+			}
+		})
+	}
+	if _, err := health.Of(custom(3, map[string]any{"observedGeneration": float32(2.5)})); !errors.Is(err, health.ErrUnreadable) {
+		t.Errorf("an observedGeneration of 2.5: %v, want ErrUnreadable", err)
+	}
+}
+
 func TestOfNamesTypedCustomResourcesByTheirKind(t *testing.T) {
 	w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "w", Generation: 2}}
 	h, err := health.Of(w)
@@ -140,116 +163,33 @@ func written(gen int64) *appsv1.Deployment {
 	return dep(gen, gen-1, [4]int32{3, 3, 3, 3}, progressed, availableCond)
 }
 
-func TestTrackerNeverTakesACopyOlderThanTheWriteForCurrent(t *testing.T) {
-	var tr health.Tracker
-	steps := []struct {
-		what   string
-		obj    client.Object
-		status health.Status
-		reason string
-		len    int
-	}{
-		{what: "the cache holds generation 1, rolled out", obj: rolled(1), status: health.Current, len: 0},
-		{what: "our write returns generation 2", obj: written(2), status: health.InProgress, reason: "LatestGenerationNotObserved", len: 1},
-		{what: "a lagging cache still holds generation 1, rolled out", obj: rolled(1), status: health.InProgress, reason: "CacheBehind", len: 1},
-		{what: "the cache has generation 2, not yet observed", obj: written(2), status: health.InProgress, reason: "LatestGenerationNotObserved", len: 1},
-		{what: "generation 2 rolled out", obj: rolled(2), status: health.Current, len: 0},
-	}
-	for _, s := range steps {
-		h, err := tr.Of(s.obj)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if h.Status != s.status || s.reason != "" && h.Reason != s.reason {
-			t.Errorf("%s: %v, want %s %s", s.what, h, s.status, s.reason)
-		}
-		if tr.Len() != s.len {
-			t.Errorf("%s: the Tracker remembers %d objects, want %d", s.what, tr.Len(), s.len)
-		}
-	}
-	// Of alone takes the lagging copy for Current: that is what the
-	// Tracker is for.
-	if h, _ := health.Of(rolled(1)); h.Status != health.Current {
-		t.Fatalf("Of(rolled(1)) = %v", h)
-	}
-}
-
-func TestTrackerForgetsBeyondMaxEntries(t *testing.T) {
-	tr := health.Tracker{MaxEntries: 10}
-	for i := range 100 {
-		d := written(2)
-		d.UID = types.UID(fmt.Sprint("uid-", i))
-		if _, err := tr.Of(d); err != nil {
-			t.Fatal(err)
-		}
-		if tr.Len() > 10 {
-			t.Fatalf("after %d objects the Tracker remembers %d, more than MaxEntries", i+1, tr.Len())
-		}
-	}
-	if tr.Len() != 10 {
-		t.Errorf("remembers %d, want 10", tr.Len())
-	}
-}
-
-func TestTrackerIgnoresObjectsNotFromTheServer(t *testing.T) {
-	var tr health.Tracker
-	d := written(2)
-	d.UID = ""
-	if _, err := tr.Of(d); err != nil || tr.Len() != 0 {
-		t.Errorf("an object without a UID: %v, %d remembered", err, tr.Len())
-	}
-}
-
-func TestTrackerRefusesANegativeMaxEntries(t *testing.T) {
-	tr := &health.Tracker{MaxEntries: -1}
-	if err := tr.Validate(); !errors.Is(err, health.ErrInvalidTracker) {
-		t.Fatalf("Validate = %v", err)
-	}
-	_, err := tr.Of(rolled(1))
-	if class, _ := errors.Classify(err); !errors.Is(err, health.ErrInvalidTracker) || class != errors.ClassPermanent {
-		t.Errorf("Of = %v (%s), want ErrInvalidTracker, permanent", err, class)
-	}
-	if _, err := tr.Summarize(rolled(1)); !errors.Is(err, health.ErrInvalidTracker) {
-		t.Errorf("Summarize = %v", err)
-	}
-	var nilTracker *health.Tracker
-	if _, err := nilTracker.Of(rolled(1)); !errors.Is(err, health.ErrInvalidTracker) {
-		t.Errorf("nil Tracker: %v", err)
-	}
-}
-
-func TestTrackerSummarizeReturnsTheWorstAndStopsAtAnUnreadableChild(t *testing.T) {
-	var tr health.Tracker
+// TestOfAllReturnsTheWorstAndStopsAtAnUnreadableChild: OfAll is Summarize
+// of each object's Of, and no Health at all when one cannot be read.
+func TestOfAllReturnsTheWorstAndStopsAtAnUnreadableChild(t *testing.T) {
 	svc := &corev1.Service{ObjectMeta: meta(1)}
-	h, err := tr.Summarize(svc, rolled(1), written(2))
+	h, err := health.OfAll(svc, rolled(1), written(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if h.Status != health.InProgress || h.Kind != "Deployment" {
-		t.Errorf("Summarize = %v", h)
+	want := health.Summarize(mustOf(t, svc), mustOf(t, rolled(1)), mustOf(t, written(2)))
+	if diff := cmp.Diff(want, h); diff != "" || h.Status != health.InProgress || h.Kind != "Deployment" {
+		t.Errorf("OfAll (-Summarize of Of +OfAll):\n%s\n%v", diff, h)
 	}
-	if _, err := tr.Summarize(rolled(1), nil); !errors.Is(err, health.ErrUnreadable) {
-		t.Errorf("Summarize with a nil child: %v", err)
+	if h, err := health.OfAll(); err != nil || h.Status != health.Current {
+		t.Errorf("OfAll() = %v, %v; want Current", h, err)
+	}
+	if h, err := health.OfAll(rolled(1), nil); !errors.Is(err, health.ErrUnreadable) || h != (health.Health{}) {
+		t.Errorf("OfAll with a nil child: %v, %v; want ErrUnreadable and no Health", h, err)
 	}
 }
 
-func TestTrackerIsSafeForConcurrentUse(t *testing.T) {
-	var tr health.Tracker
-	var wg sync.WaitGroup
-	for i := range 8 {
-		wg.Go(func() {
-			for g := int64(1); g < 50; g++ {
-				d := written(g + 1)
-				d.UID = types.UID(fmt.Sprint("uid-", i%3))
-				if _, err := tr.Of(d); err != nil {
-					t.Error(err)
-					return
-				}
-				_, _ = tr.Of(rolled(g))
-			}
-		})
+func mustOf(t *testing.T, obj client.Object) health.Health {
+	t.Helper()
+	h, err := health.Of(obj)
+	if err != nil {
+		t.Fatal(err)
 	}
-	wg.Wait()
+	return h
 }
 
 func TestPredicatePassesWhatTheParentActsOn(t *testing.T) {

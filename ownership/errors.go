@@ -1,13 +1,11 @@
 package ownership
 
 import (
-	stderrors "errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/errors"
 )
@@ -37,7 +35,8 @@ func noUID(doing string, owner client.Object) error {
 // Retrying cannot succeed: the functions of this package return it marked
 // errors.Permanent, so errors.Classify says permanent and errors.Is(err,
 // reconcile.TerminalError(nil)) is true (controller-runtime does not
-// requeue it). Match it with errors.As.
+// requeue it). Match it with errors.As. A value built by hand is
+// permanent only wrapped with errors.Permanent, as the functions do.
 type CrossNamespaceError struct {
 	Owner, Object client.ObjectKey
 }
@@ -46,14 +45,6 @@ type CrossNamespaceError struct {
 func (e *CrossNamespaceError) Error() string {
 	return fmt.Sprintf("owner %q cannot own %q: owner references cannot cross namespaces (use a link)", e.Owner, e.Object)
 }
-
-// Is reports whether target is a controller-runtime terminal error.
-//
-// Deprecated: the errors.Permanent marker around the error the functions
-// of this package return is what matches reconcile.TerminalError(nil) now;
-// this method, which only a *CrossNamespaceError built by hand still needs,
-// goes in the next minor version. Wrap such a value with errors.Permanent.
-func (e *CrossNamespaceError) Is(target error) bool { return isTerminalTarget(target) }
 
 // ClusterScopedError reports a namespaced owner of a cluster-scoped object:
 // owner references cannot point from a cluster-scoped object into a
@@ -68,19 +59,6 @@ type ClusterScopedError struct {
 // Error names both objects and suggests a link.
 func (e *ClusterScopedError) Error() string {
 	return fmt.Sprintf("namespaced owner %q cannot own cluster-scoped %q (use a link)", e.Owner, e.Object)
-}
-
-// Is reports whether target is a controller-runtime terminal error.
-//
-// Deprecated: as [CrossNamespaceError.Is]; wrap a hand-built
-// *ClusterScopedError with errors.Permanent.
-func (e *ClusterScopedError) Is(target error) bool { return isTerminalTarget(target) }
-
-// isTerminalTarget is what the deprecated Is methods answered before the
-// errors package decided for them: whether target is a controller-runtime
-// terminal error.
-func isTerminalTarget(target error) bool {
-	return stderrors.Is(reconcile.TerminalError(nil), target)
 }
 
 // AlreadyOwnedError reports an object that is already controlled (or

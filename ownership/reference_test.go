@@ -251,9 +251,10 @@ func TestReferencesAreAcceptedByTheAPIServer(t *testing.T) {
 // failure of this package that no retry can fix is classified permanent by
 // errors.Classify and is terminal for controller-runtime, from every
 // function that returns it and through further wrapping; that a
-// hand-built *CrossNamespaceError or *ClusterScopedError still matches
-// reconcile.TerminalError(nil), as before (the deprecated Is methods); and
-// that *AlreadyOwnedError stays transient and not terminal.
+// hand-built *CrossNamespaceError or *ClusterScopedError is so only wrapped
+// with errors.Permanent (the error types themselves say nothing of it: one
+// "permanent", the errors package's); and that *AlreadyOwnedError stays
+// transient and not terminal.
 func TestOwnershipErrorsArePermanentThroughTheErrorsPackage(t *testing.T) {
 	scheme := testScheme(t)
 	noUID := widget("ns", "owner", "")
@@ -278,8 +279,10 @@ func TestOwnershipErrorsArePermanentThroughTheErrorsPackage(t *testing.T) {
 		{"SetLink without a UID", ownership.SetLink(noUID, configMap("ns", "c"), scheme), true},
 		{"ListOwned without a UID", ownership.ListOwned(t.Context(), c, noUID, &corev1.ConfigMapList{}), true},
 		{"ListLinked without a UID", ownership.ListLinked(t.Context(), c, noUID, &corev1.ConfigMapList{}), true},
-		{"hand-built CrossNamespaceError", &ownership.CrossNamespaceError{}, true},
-		{"hand-built ClusterScopedError", &ownership.ClusterScopedError{}, true},
+		{"hand-built CrossNamespaceError, marked permanent", rkerrors.Permanent(&ownership.CrossNamespaceError{}), true},
+		{"hand-built ClusterScopedError, marked permanent", rkerrors.Permanent(&ownership.ClusterScopedError{}), true},
+		{"hand-built CrossNamespaceError, unmarked", &ownership.CrossNamespaceError{}, false},
+		{"hand-built ClusterScopedError, unmarked", &ownership.ClusterScopedError{}, false},
 		{"SetController of an object another owner controls", ownership.SetController(widget("ns", "o", "uid"), controlled, scheme), false},
 		{"SetLink of an object linked to another owner", ownership.SetLink(widget("ns", "o", "uid"), linked, scheme), false},
 	}

@@ -7,13 +7,18 @@ import (
 // WithChildren returns p with the health of the object's children folded
 // in, so that the object is Ready only when what it created is ready:
 //
-//	children, err := r.Children.Summarize(deployment) // a health.Tracker
+//	children, err := health.OfAll(deployment) // as Ensure left it
 //	if err != nil {
 //		return reconcile.Progress{}, err
 //	}
 //	return reconcile.Progress{Reason: "Deployed"}.WithChildren(children), nil
 //
-// children is a health.Summarize result (or a health.Tracker's). When it
+// Read the children through the client the Loop reads through, guarded by
+// one freshness.Tracker (see [Loop.Freshness]): no copy is then older than
+// Sync's own last write of it, and the object is never Ready on a child's
+// status from before that write.
+//
+// children is a health.OfAll or health.Summarize result. When it
 // is Current, p is returned as it is. When a child is InProgress and p is
 // Done, the result is InProgress (Reconciling=True, Ready=Unknown) and, when
 // a child Failed and p is not, Failed (Stalled=True, Ready=False), with the

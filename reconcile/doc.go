@@ -11,10 +11,10 @@
 // writes them once, with package finalizer, status, errors and requeue:
 //
 //	const fieldOwner = "website-controller"
+//	deployments := drift.NewWriter(mgr.GetClient(), fieldOwner)
 //	loop := reconcile.New(mgr.GetClient(), fieldOwner,
 //		func(ctx context.Context, site *v1.Website) (reconcile.Progress, error) {
-//			_, err := drift.Ensure(ctx, mgr.GetClient(), deployment(site),
-//				drift.Owner(site), drift.WithFieldOwner(fieldOwner))
+//			_, err := deployments.Ensure(ctx, deployment(site), drift.Owner(site))
 //			return reconcile.Progress{Reason: "Deployed"}, err
 //		})
 //

@@ -170,20 +170,10 @@ func (e Events) String() string {
 // freshness.Tracker that live, zero-valued, in its struct: that costs a
 // few allocations and no request (examples/kubebuilder in the module).
 type Loop[T Object] struct {
-	// Client reads the object (usually the manager's cached client) and
-	// writes finalizers and status.
-	//
-	// Deprecated: pass the client to [New]. A Loop built as a struct
-	// literal still works: this field is the client New sets.
-	Client client.Client
 	// APIReader re-reads the object from the API server after a conflict
-	// (usually the manager's GetAPIReader()). Defaults to Client.
+	// (usually the manager's GetAPIReader()). Defaults to the client given
+	// to [New].
 	APIReader client.Reader
-	// Sync is the reconciler's own logic.
-	//
-	// Deprecated: pass Sync to [New]. A Loop built as a struct literal
-	// still works: this field is the function New sets.
-	Sync func(ctx context.Context, obj T) (Progress, error)
 	// Finalizers run, in their order, when the object is deleted; the loop
 	// keeps them on the object otherwise. Nil means no finalizers.
 	Finalizers *finalizer.Registry[T]
@@ -201,12 +191,6 @@ type Loop[T Object] struct {
 	// in step with Ready and failures, such as kubebuilder's Available and
 	// Degraded. The zero value keeps none.
 	Mirror Mirror
-	// FieldOwner names the operator: the field manager of the loop's status
-	// writes and finalizer patches.
-	//
-	// Deprecated: pass the field owner to [New]. A Loop built as a struct
-	// literal still works: this field is the name New sets.
-	FieldOwner string
 	// Clock tells the Loop's time: it stamps condition transitions, dates
 	// FirstStatusWithin, and is the Clock of the Loop's own Policy (for
 	// ReportAfter) and of its own freshness Tracker (for its TTL), the
@@ -229,7 +213,7 @@ type Loop[T Object] struct {
 	// shortly (a quiet requeue) instead of waited for. Give a Tracker with
 	// the manager's informers (Informers: mgr.GetCache()) to wait for the
 	// cache instead, and guard Sync's own client with the same Tracker. A
-	// Client that is already guarded (freshness.Tracker.Wrap, or
+	// client given to New that is already guarded (freshness.Tracker.Wrap, or
 	// Tracker.NewClient in the manager's options) is used as it is.
 	Freshness *freshness.Tracker
 	// References is the track.Tracker Sync reads referenced objects
@@ -240,7 +224,15 @@ type Loop[T Object] struct {
 	// Done). Nil: nothing to forget.
 	References *track.Tracker
 
-	// client is Client, guarded; set once, with validation.
+	// base reads the object and writes finalizers and status: the client
+	// given to New.
+	base client.Client
+	// syncFunc is the reconciler's own logic, given to New.
+	syncFunc func(ctx context.Context, obj T) (Progress, error)
+	// fieldOwner names the operator: the field manager of the loop's
+	// status writes and finalizer patches, given to New.
+	fieldOwner string
+	// client is base, guarded; set once, with validation.
 	client client.Client
 	// defaultPolicy is used when Policy is nil: one per Loop, as a Policy
 	// keeps per-request state.
@@ -332,7 +324,7 @@ var ErrInvalidLoop = errors.New("reconcile: invalid Loop")
 // error, classed permanent (an empty fieldOwner's wraps
 // errors.ErrNoFieldOwner).
 func New[T Object](c client.Client, fieldOwner string, sync func(ctx context.Context, obj T) (Progress, error)) *Loop[T] {
-	return &Loop[T]{Client: c, FieldOwner: fieldOwner, Sync: sync}
+	return &Loop[T]{base: c, fieldOwner: fieldOwner, syncFunc: sync}
 }
 
 // Validate reports a Loop that cannot run: no client, no Sync, no field
@@ -349,11 +341,11 @@ func (l *Loop[T]) Validate() error {
 		return fmt.Errorf("%w: nil", ErrInvalidLoop)
 	case t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct:
 		return fmt.Errorf("%w: object type %s is not a pointer to a struct", ErrInvalidLoop, t)
-	case l.Client == nil:
+	case l.base == nil:
 		return fmt.Errorf("%w: no client: build it with reconcile.New(c, fieldOwner, sync)", ErrInvalidLoop)
-	case l.Sync == nil:
+	case l.syncFunc == nil:
 		return fmt.Errorf("%w: no Sync: build it with reconcile.New(c, fieldOwner, sync)", ErrInvalidLoop)
-	case l.FieldOwner == "":
+	case l.fieldOwner == "":
 		return fmt.Errorf("%w: %w: build it with reconcile.New(c, fieldOwner, sync), fieldOwner the operator's own name, the field manager of its status writes and finalizer patches (give Sync's writes the same)", ErrInvalidLoop, errors.ErrNoFieldOwner)
 	case l.Mirror.validate() != nil:
 		return l.Mirror.validate()
@@ -375,13 +367,13 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		}
 		// What the Loop builds tells the time by its Clock.
 		l.defaultPolicy.Clock = l.Clock
-		l.client = l.Client
-		if freshness.TrackerOf(l.Client) == nil {
+		l.client = l.base
+		if freshness.TrackerOf(l.base) == nil {
 			tracker := l.Freshness
 			if tracker == nil {
 				tracker = &freshness.Tracker{Clock: l.Clock}
 			}
-			l.client = tracker.Wrap(l.Client)
+			l.client = tracker.Wrap(l.base)
 		}
 	})
 	if l.invalid != nil {
@@ -400,7 +392,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()
 	}
 
-	writer := status.NewWriter(l.client, l.FieldOwner)
+	writer := status.NewWriter(l.client, l.fieldOwner)
 	writer.APIReader = l.APIReader
 	r := run[T]{l: l, policy: policy, req: req, obj: obj}
 
@@ -434,7 +426,7 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	}
 	r.begin(writer, read)
 	r.resume()
-	p, err := l.Sync(ctx, obj)
+	p, err := l.syncFunc(ctx, obj)
 	return r.finish(ctx, p, err, true)
 }
 
@@ -463,7 +455,7 @@ func (l *Loop[T]) fetch(ctx context.Context, req crreconcile.Request) (obj T, re
 
 // finalizerWriter is the writer of the Loop's finalizer patches.
 func (l *Loop[T]) finalizerWriter() *finalizer.Writer {
-	w := finalizer.NewWriter(l.client, l.FieldOwner)
+	w := finalizer.NewWriter(l.client, l.fieldOwner)
 	w.APIReader = l.APIReader
 	return w
 }
@@ -531,7 +523,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 			status.MarkReady(r.obj, p.Reason, p.Message, opts...)
 		}
 		r.l.Mirror.apply(r.obj, p.State == Failed, opts...)
-		status.ObserveGeneration(r.obj)
+		observeGeneration(r.obj)
 		r.handleRequest(ctx)
 	case err == nil:
 		// Every cleanup succeeded: the object is on its way out.
@@ -539,7 +531,7 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 	case d.Report:
 		status.MarkFailure(r.obj, err, d.Class, opts...)
 		r.l.Mirror.apply(r.obj, true, opts...)
-		status.ObserveGeneration(r.obj)
+		observeGeneration(r.obj)
 		if synced {
 			r.handleRequest(ctx)
 		}
@@ -557,6 +549,15 @@ func (r *run[T]) record(ctx context.Context, d requeue.Decision, p Progress, syn
 		r.l.recordTransition(r.obj, r.before, after, err != nil)
 	}
 	return nil
+}
+
+// observeGeneration brings obj's status.observedGeneration up to date
+// when its type has one (status.ObservedGenerationSetter); the Loop's T
+// need not.
+func observeGeneration(obj client.Object) {
+	if o, ok := obj.(status.ObservedGenerationObject); ok {
+		status.ObserveGeneration(o)
+	}
 }
 
 // deferFirstStatus reports whether the status of obj, read without a

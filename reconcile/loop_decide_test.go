@@ -272,7 +272,7 @@ func TestLoopSyncReportsProgressAndWhenToRunAgain(t *testing.T) {
 	f.loop.Clock = clocktesting.NewFakePassiveClock(time.Now())
 	req := createWidget(t, c, env.Namespace(t), "p")
 	replicas := 1
-	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+	f.sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		if replicas < 3 {
 			return reconcile.Progress{State: reconcile.InProgress, Reason: "ScalingUp",
 				Message: fmt.Sprintf("%d of 3 replicas ready", replicas), Requeue: ctrl.Result{RequeueAfter: 5 * time.Second}}, nil
@@ -307,15 +307,17 @@ func TestLoopRequeuesAtTheInstantSyncAskedForHoweverLongTheStatusWriteTook(t *te
 	f, c := newLoopFixture(t)
 	req := createWidget(t, c, env.Namespace(t), "p")
 	clk := clocktesting.NewFakePassiveClock(time.Now())
-	f.loop.Clock = clk
-	f.loop.Client = interceptor.NewClient(env.Client(t), interceptor.Funcs{
+	fin := f.loop.Finalizers
+	f.loop = reconcile.New(interceptor.NewClient(env.Client(t), interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
 			clk.SetTime(clk.Now().Add(300 * time.Millisecond)) // the write takes 300 ms
 			return c.SubResource(sub).Patch(ctx, obj, p, opts...)
 		},
-	})
+	}), "loop-test", f.syncWidget)
+	f.loop.Finalizers = fin
+	f.loop.Clock = clk
 	due := clk.Now().Add(5 * time.Second)
-	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+	f.sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		if clk.Now().Before(due) {
 			return reconcile.Progress{State: reconcile.InProgress, Reason: "Waiting", Requeue: requeue.At(due, requeue.WithClock(clk))}, nil
 		}
@@ -357,7 +359,7 @@ func TestLoopEventPolicies(t *testing.T) {
 			f.loop.Events = tt.events
 			req := createWidget(t, c, env.Namespace(t), "e")
 			for _, p := range lifecycle {
-				f.loop.Sync = func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return p, nil }
+				f.sync = func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return p, nil }
 				for range 2 { // the second is a resync: no event
 					if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
 						t.Fatal(err)
@@ -396,7 +398,7 @@ func TestLoopRecordsNoEventWhileAReadyObjectOnlyChangesItsMessage(t *testing.T) 
 			f.loop.Events = tt.events
 			req := createWidget(t, c, env.Namespace(t), "resized")
 			for replicas := 1; replicas <= 6; replicas++ {
-				f.loop.Sync = func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
+				f.sync = func(context.Context, *testapi.Widget) (reconcile.Progress, error) {
 					return reconcile.Progress{Reason: "Deployed", Message: fmt.Sprintf("serving with %d replicas", replicas)}, nil
 				}
 				if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
@@ -527,7 +529,7 @@ func TestLoopFirstStatusWithinSkipsOnlyAStatusTheNextReconcileReplaces(t *testin
 			}
 			f.loop.FirstStatusWithin = 10 * time.Second
 			f.loop.Clock = clocktesting.NewFakePassiveClock(w.CreationTimestamp.Add(tt.age))
-			f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+			f.sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 				w.Status.Phase = "working"
 				return tt.progress, nil
 			}

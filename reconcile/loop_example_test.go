@@ -73,13 +73,14 @@ func ExampleLoop() {
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(site).WithStatusSubresource(site).Build()
 
 	const fieldOwner = "website-controller" // one name for every write of the operator
+	deployments := drift.NewWriter(c, fieldOwner)
 	loop := reconcile.New(c, fieldOwner, func(ctx context.Context, site *Website) (reconcile.Progress, error) {
 		if site.Spec.Replicas < 0 {
 			return reconcile.Progress{}, errors.Permanent(errors.WithReason(
 				errors.New("spec.replicas must not be negative"), "InvalidSpec"))
 		}
 		deploy := desiredDeployment(site)
-		if _, err := drift.Ensure(ctx, c, deploy, drift.Owner(site), drift.WithFieldOwner(fieldOwner)); err != nil {
+		if _, err := deployments.Ensure(ctx, deploy, drift.Owner(site)); err != nil {
 			return reconcile.Progress{}, err
 		}
 		// Ensure left the live Deployment in deploy.

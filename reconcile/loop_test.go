@@ -37,10 +37,12 @@ import (
 )
 
 // loopFixture is a Loop over Widgets whose Sync copies spec.message into
-// status.phase, with a finalizer that records its cleanups.
+// status.phase, with a finalizer that records its cleanups. A test that
+// needs another Sync sets sync before the first reconcile.
 type loopFixture struct {
 	counter  reconciletest.Counter
 	loop     *reconcile.Loop[*testapi.Widget]
+	sync     func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error)
 	syncErr  atomic.Pointer[error]
 	cleanups atomic.Int32
 }
@@ -56,15 +58,22 @@ func newLoopFixture(t *testing.T) (*loopFixture, client.Client) {
 	})); err != nil {
 		t.Fatal(err)
 	}
-	f.loop = reconcile.New(f.counter.Wrap(base), "loop-test", func(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-		if p := f.syncErr.Load(); p != nil && *p != nil {
-			return reconcile.Progress{}, *p
-		}
-		w.Status.Phase = w.Spec.Message
-		return reconcile.Progress{}, nil
-	})
+	f.loop = reconcile.New(f.counter.Wrap(base), "loop-test", f.syncWidget)
 	f.loop.Finalizers = fin
 	return f, base
+}
+
+// syncWidget is the fixture's Sync: f.sync when set, else spec.message
+// copied into status.phase (or the error failWith stored).
+func (f *loopFixture) syncWidget(ctx context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+	if f.sync != nil {
+		return f.sync(ctx, w)
+	}
+	if p := f.syncErr.Load(); p != nil && *p != nil {
+		return reconcile.Progress{}, *p
+	}
+	w.Status.Phase = w.Spec.Message
+	return reconcile.Progress{}, nil
 }
 
 func (f *loopFixture) failWith(err error) { f.syncErr.Store(&err) }
@@ -170,7 +179,7 @@ func TestLoopKeepsTheResultAndErrorOfSyncWhenStatusAlsoChanged(t *testing.T) {
 	// A clock that stands still: the requeue is Sync's to the nanosecond
 	// (the time the status write takes is otherwise taken off it).
 	f.loop.Clock = clocktesting.NewFakePassiveClock(time.Now())
-	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+	f.sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		w.Status.Phase = "waiting"
 		return reconcile.Progress{Requeue: ctrl.Result{RequeueAfter: 42 * time.Second}}, nil
 	}
@@ -183,7 +192,7 @@ func TestLoopKeepsTheResultAndErrorOfSyncWhenStatusAlsoChanged(t *testing.T) {
 	}
 
 	transient := apierrors.NewServiceUnavailable("try later")
-	f.loop.Sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+	f.sync = func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
 		w.Status.Phase = "broken"
 		return reconcile.Progress{}, transient
 	}
@@ -243,7 +252,7 @@ func TestLoopRunsFinalizersOnDeleteAndLetsTheObjectGo(t *testing.T) {
 // (so terminal) error, sending nothing: a Loop without a field owner would
 // write its status and finalizers under the client's default field
 // manager. A missing field owner is the library's one ErrNoFieldOwner.
-// Loops built with New and, deprecated, as struct literals alike.
+// The zero Loop, which has none of the three, fails the same way.
 func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *testing.T) {
 	sync := func(context.Context, *testapi.Widget) (reconcile.Progress, error) { return reconcile.Progress{}, nil }
 	var counter reconciletest.Counter
@@ -256,8 +265,7 @@ func TestLoopWithoutClientSyncOrFieldOwnerFailsTerminallyInsteadOfPanicking(t *t
 		{"no client", "no client", reconcile.New(nil, "loop-test", sync), nil},
 		{"no sync", "no Sync", reconcile.New[*testapi.Widget](c, "loop-test", nil), nil},
 		{"no field owner", "reconcile.New(c, fieldOwner, sync)", reconcile.New(c, "", sync), errors.ErrNoFieldOwner},
-		{"struct literal without a client", "no client", &reconcile.Loop[*testapi.Widget]{Sync: sync, FieldOwner: "loop-test"}, nil},
-		{"struct literal without a field owner", "reconcile.New(c, fieldOwner, sync)", &reconcile.Loop[*testapi.Widget]{Client: c, Sync: sync}, errors.ErrNoFieldOwner},
+		{"the zero Loop", "reconcile.New(c, fieldOwner, sync)", &reconcile.Loop[*testapi.Widget]{}, nil},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if err := tt.loop.Validate(); !errors.Is(err, reconcile.ErrInvalidLoop) || !strings.Contains(err.Error(), tt.missing) {
@@ -300,8 +308,8 @@ func TestLoopRefusesAnInvalidFreshnessTracker(t *testing.T) {
 }
 
 // TestLoopWritesStatusAndFinalizersAsItsFieldOwner: the Loop's finalizer
-// patch and status write are recorded in managedFields under its
-// FieldOwner, not under the client's default manager (here "manager", the
+// patch and status write are recorded in managedFields under the field
+// owner given to New, not under the client's default manager (here "manager", the
 // name of every kubebuilder binary, which is where both went before: the
 // finalizer patch carried no field manager, and FieldOwner was optional).
 func TestLoopWritesStatusAndFinalizersAsItsFieldOwner(t *testing.T) {
@@ -312,8 +320,9 @@ func TestLoopWritesStatusAndFinalizersAsItsFieldOwner(t *testing.T) {
 		t.Fatal(err)
 	}
 	f, c := newLoopFixture(t)
-	f.loop.Client = f.counter.Wrap(asManager)
-	f.loop.FieldOwner = "widget-operator"
+	fin := f.loop.Finalizers
+	f.loop = reconcile.New(f.counter.Wrap(asManager), "widget-operator", f.syncWidget)
+	f.loop.Finalizers = fin
 	req := createWidget(t, c, env.Namespace(t), "one")
 	reconciletest.Converge(t, f.loop, req, reconciletest.WithCounter(&f.counter))
 

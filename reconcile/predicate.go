@@ -22,7 +22,7 @@ import (
 // every update that changed metadata.generation (the spec changed, or
 // deletion began on a type whose generation the API server bumps); every
 // update where deletion began or a finalizer was removed
-// ([finalizer.ChangedPredicate], for types without a generation and for someone
+// ([finalizer.Predicate], for types without a generation and for someone
 // else's removal of the Loop's finalizer); every update that suspends or
 // resumes the object by its annotation ([suspend.Predicate]); every update
 // that requests a reconcile with a new token ([request.Predicate]); and
@@ -50,7 +50,7 @@ import (
 func Predicate() predicate.Predicate {
 	return predicate.Or[client.Object](
 		predicate.GenerationChangedPredicate{},
-		finalizer.ChangedPredicate(),
+		finalizer.Predicate(),
 		suspend.Predicate(),
 		request.Predicate(),
 		resync(),

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -205,5 +206,40 @@ func TestServerEventDeletedIsCreatedAgain(t *testing.T) {
 	if again.Name != first.Name || again.UID == first.UID || again.Series.Count != 2 || again.Note != "second" {
 		t.Errorf("created again: %s (uid %s), series %+v, note %q; want %s with a new uid, count 2, the second note",
 			again.Name, again.UID, again.Series, again.Note, first.Name)
+	}
+}
+
+// TestServerRecordsTheFieldOwnerOfEveryWrite: the API server records the
+// name the Recorder was built with as the field manager of the Event it
+// created and of the patch that made it a series, as of every other write
+// of the operator, and as the events' reportingController.
+func TestServerRecordsTheFieldOwnerOfEveryWrite(t *testing.T) {
+	t.Parallel()
+	st := newServerTest(t, nil)
+	managers := func(ev eventsv1.Event) []string {
+		var out []string
+		for _, e := range ev.ManagedFields {
+			out = append(out, e.Manager+" "+string(e.Operation))
+		}
+		return out
+	}
+	want := []string{controllerName + " " + string(metav1.ManagedFieldsOperationUpdate)}
+
+	st.recorder.Eventf(st.web, nil, corev1.EventTypeNormal, "Synced", "Sync", "synced")
+	created := st.waitEvents(t, "the event", func(items []eventsv1.Event) bool { return len(items) == 1 })[0]
+	if diff := cmp.Diff(want, managers(created)); diff != "" || created.ReportingController != controllerName {
+		t.Errorf("created: field managers (-want +got):\n%s\nreportingController %q, want %q", diff, created.ReportingController, controllerName)
+	}
+
+	st.recorder.Eventf(st.web, nil, corev1.EventTypeNormal, "Synced", "Sync", "synced")
+	patched := st.waitEvents(t, "a series of 2", func(items []eventsv1.Event) bool {
+		return len(items) == 1 && items[0].Series != nil && items[0].Series.Count == 2
+	})[0]
+	if diff := cmp.Diff(want, managers(patched)); diff != "" {
+		t.Errorf("patched into a series: field managers (-want +got):\n%s", diff)
+	}
+	// The series' fields are the field owner's too: the patch set them.
+	if len(patched.ManagedFields) == 1 && !strings.Contains(string(patched.ManagedFields[0].FieldsV1.Raw), `"f:series"`) {
+		t.Errorf("the field owner's entry %s does not hold the series", patched.ManagedFields[0].FieldsV1.Raw)
 	}
 }

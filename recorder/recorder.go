@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"hash/maphash"
 	"os"
@@ -20,6 +19,8 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // client-go's constants (k8s.io/client-go/tools/events), the defaults of a
@@ -37,10 +38,11 @@ const (
 	dropLogEvery = time.Minute
 )
 
-// ErrInvalidRecorder is wrapped by the error [Recorder.Start] returns when
-// the Recorder cannot send: it was not built by [New], its client is nil or
-// its client's scheme does not know events.k8s.io/v1 Event, its reporting
-// controller is empty, or it was started twice.
+// ErrInvalidRecorder is wrapped by the error of [Recorder.Validate], and by
+// the one [Recorder.Start] returns when the Recorder cannot send: it was
+// not built by [New], its client is nil or its client's scheme does not
+// know events.k8s.io/v1 Event, its field owner is empty, or it was started
+// twice.
 var ErrInvalidRecorder = errors.New("recorder: invalid recorder")
 
 // Recorder records events.k8s.io/v1 Events as client-go's event broadcaster
@@ -52,7 +54,9 @@ var ErrInvalidRecorder = errors.New("recorder: invalid recorder")
 //
 // A nil *Recorder records nothing: its Eventf and AnnotatedEventf do
 // nothing, so a reconciler may hold one that is not set. The zero value
-// records nothing either; build a Recorder with [New].
+// records nothing either; build a Recorder with [New]. One that
+// [Recorder.Validate] refuses drops every event, logged once, and does not
+// start.
 type Recorder struct {
 	// Clock is where the Recorder reads the time (an event's eventTime and
 	// name, a series' lastObservedTime and its end) and waits (between
@@ -72,10 +76,17 @@ type Recorder struct {
 	// created. Set it before the first event.
 	Fence func(regarding client.Object) error
 
-	c          client.Client
-	scheme     *runtime.Scheme
-	controller string
+	c      client.Client
+	scheme *runtime.Scheme
+	// fieldOwner is the field manager of every write and the events'
+	// reportingController; instance their reportingInstance.
+	fieldOwner string
 	instance   string
+	// invalid is what Validate reports of a Recorder built by New (what
+	// it checks is set there, once), and invalidLogged says whether an
+	// event dropped for it was logged.
+	invalid       error
+	invalidLogged atomic.Bool
 	// seed and check hash an event's key: seed places it in series, check
 	// tells apart two keys whose seed hashes collide.
 	seed, check maphash.Seed
@@ -115,18 +126,22 @@ type Recorder struct {
 	unlogged    uint64
 }
 
-// New returns a Recorder that writes through c (the manager's client: its
-// writes go to the API server) events whose reportingController is
-// reportingController and reportingInstance reportingController, "-" and
-// the host name, as client-go's broadcaster names them. References to the
-// objects are built with c's scheme. Start it, or add it to the manager
-// (mgr.Add): events recorded before are queued.
-func New(c client.Client, reportingController string) *Recorder {
+// New returns a Recorder that writes events through c (the manager's
+// client: its writes go to the API server), every write under the field
+// manager fieldOwner, the operator's name (the one its other writes
+// carry). The name is also the events' reportingController, and their
+// reportingInstance is the name, "-" and the host name, as client-go's
+// broadcaster names them. References to the objects are built with c's
+// scheme. Start it, or add it to the manager (mgr.Add): events recorded
+// before are queued. A Recorder with no client, a scheme without
+// events.k8s.io/v1 Event or an empty fieldOwner does not start
+// ([Recorder.Validate]).
+func New(c client.Client, fieldOwner string) *Recorder {
 	hostname, _ := os.Hostname()
 	r := &Recorder{
 		c:          c,
-		controller: reportingController,
-		instance:   reportingController + "-" + hostname,
+		fieldOwner: fieldOwner,
+		instance:   fieldOwner + "-" + hostname,
 		seed:       maphash.MakeSeed(),
 		check:      maphash.MakeSeed(),
 		queue:      make(chan queued, maxQueuedEvents),
@@ -138,12 +153,45 @@ func New(c client.Client, reportingController string) *Recorder {
 		singles:    map[uint64]single{},
 		series:     map[uint64]entry{},
 		inflight:   map[uint64][]*eventsv1.Event{},
-		logger:     log.Log.WithName("recorder").WithValues("reportingController", reportingController),
+		logger:     log.Log.WithName("recorder").WithValues("reportingController", fieldOwner),
 	}
 	if c != nil {
 		r.scheme = c.Scheme()
 	}
+	r.invalid = r.validate()
 	return r
+}
+
+// Validate reports what keeps r from sending: a Recorder not built by
+// [New] (nil, or the zero value), no client, a client whose scheme does
+// not know events.k8s.io/v1 Event, an empty field owner (the error then
+// also wraps errors.ErrNoFieldOwner). The error wraps [ErrInvalidRecorder]
+// and names every mistake. [Recorder.Start] returns it, marked permanent;
+// Eventf on such a Recorder drops the event.
+func (r *Recorder) Validate() error {
+	if r == nil || r.queue == nil {
+		return fmt.Errorf("%w: not built by recorder.New", ErrInvalidRecorder)
+	}
+	return r.invalid
+}
+
+// validate is Validate of a Recorder built by New.
+func (r *Recorder) validate() error {
+	var errs []error
+	switch {
+	case r.c == nil || r.scheme == nil:
+		errs = append(errs, errors.New("no client"))
+	case !r.scheme.Recognizes(eventsv1.SchemeGroupVersion.WithKind("Event")):
+		errs = append(errs, fmt.Errorf("the client's scheme does not know %s Event (add k8s.io/client-go/kubernetes/scheme's AddToScheme)",
+			eventsv1.SchemeGroupVersion))
+	}
+	if r.fieldOwner == "" {
+		errs = append(errs, errors.ErrNoFieldOwner)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("%w: %w", ErrInvalidRecorder, err)
+	}
+	return nil
 }
 
 // NeedLeaderElection reports false: every replica sends the events it
@@ -152,29 +200,21 @@ func (r *Recorder) NeedLeaderElection() bool { return false }
 
 // Start sends the events recorded until ctx is done; then it gives up the
 // events it was sending and those queued, as client-go's broadcaster does
-// when its context ends, and queues no more. It returns an error wrapping
-// [ErrInvalidRecorder] when the Recorder cannot send, and nil when ctx is
-// done. A Recorder is started once.
+// when its context ends, and queues no more. It returns nil when ctx is
+// done, and, marked errors.Permanent (no retry makes it send), the error
+// of [Recorder.Validate], or one wrapping [ErrInvalidRecorder] when it was
+// started before. A Recorder is started once.
 func (r *Recorder) Start(ctx context.Context) error {
-	if r == nil || r.queue == nil {
-		return fmt.Errorf("%w: not built by recorder.New", ErrInvalidRecorder)
-	}
-	switch {
-	case r.c == nil || r.scheme == nil:
-		return fmt.Errorf("%w: no client", ErrInvalidRecorder)
-	case !r.scheme.Recognizes(eventsv1.SchemeGroupVersion.WithKind("Event")):
-		return fmt.Errorf("%w: the client's scheme does not know %s Event (add k8s.io/client-go/kubernetes/scheme's AddToScheme)",
-			ErrInvalidRecorder, eventsv1.SchemeGroupVersion)
-	case r.controller == "":
-		return fmt.Errorf("%w: no reporting controller", ErrInvalidRecorder)
+	if err := r.Validate(); err != nil {
+		return errors.Permanent(err)
 	}
 	r.mu.Lock()
 	if r.started {
 		r.mu.Unlock()
-		return fmt.Errorf("%w: started twice", ErrInvalidRecorder)
+		return errors.Permanent(fmt.Errorf("%w: started twice", ErrInvalidRecorder))
 	}
 	r.started = true
-	r.logger = log.FromContext(ctx).WithName("recorder").WithValues("reportingController", r.controller)
+	r.logger = log.FromContext(ctx).WithName("recorder").WithValues("reportingController", r.fieldOwner)
 	ctx = log.IntoContext(ctx, r.logger)
 	r.mu.Unlock()
 
@@ -204,9 +244,16 @@ func (r *Recorder) Eventf(regarding, related runtime.Object, eventtype, reason, 
 // AnnotatedEventf is [Recorder.Eventf] with annotations on the event. They
 // are not part of what makes two events the same (client-go's key), so a
 // repeat with other annotations joins the series of the first. A nil
-// Recorder does nothing.
+// Recorder does nothing; one that [Recorder.Validate] refuses drops the
+// event (the first one logged with the reason).
 func (r *Recorder) AnnotatedEventf(regarding, related runtime.Object, annotations map[string]string, eventtype, reason, action, note string, args ...any) {
 	if r == nil || r.queue == nil {
+		return
+	}
+	if r.invalid != nil {
+		if r.invalidLogged.CompareAndSwap(false, true) {
+			r.log().Error(r.invalid, "Cannot send events: dropping every event of this Recorder")
+		}
 		return
 	}
 	now := r.now()
@@ -238,7 +285,7 @@ func (r *Recorder) AnnotatedEventf(regarding, related runtime.Object, annotation
 			Annotations: annotations,
 		},
 		EventTime:           metav1.MicroTime{Time: now},
-		ReportingController: r.controller,
+		ReportingController: r.fieldOwner,
 		ReportingInstance:   r.instance,
 		Action:              action,
 		Reason:              reason,

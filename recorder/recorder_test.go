@@ -2,7 +2,6 @@ package recorder
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
@@ -33,6 +32,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	crrecorder "sigs.k8s.io/controller-runtime/pkg/recorder"
 
+	"github.com/reconcilekit/reconcilekit/errors"
 	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 )
 
@@ -725,7 +725,7 @@ func (u *unknown) GetObjectKind() schema.ObjectKind { return schema.EmptyObjectK
 func (u *unknown) DeepCopyObject() runtime.Object   { return &unknown{*u.DeepCopy()} }
 
 // TestNilAndZeroRecordersDoNothing: Eventf on a nil or zero Recorder does
-// nothing; Start refuses them.
+// nothing; Validate and Start refuse them.
 func TestNilAndZeroRecordersDoNothing(t *testing.T) {
 	var nilRecorder *Recorder
 	nilRecorder.Eventf(pod("web"), nil, corev1.EventTypeNormal, "Synced", "Sync", "a")
@@ -733,19 +733,74 @@ func TestNilAndZeroRecordersDoNothing(t *testing.T) {
 	var zero Recorder
 	zero.Eventf(pod("web"), nil, corev1.EventTypeNormal, "Synced", "Sync", "a")
 	for _, r := range []*Recorder{nilRecorder, &zero} {
-		if err := r.Start(t.Context()); !errors.Is(err, ErrInvalidRecorder) {
-			t.Errorf("Start: %v, want ErrInvalidRecorder", err)
+		if err := r.Validate(); !errors.Is(err, ErrInvalidRecorder) || !strings.Contains(err.Error(), "not built by recorder.New") {
+			t.Errorf("Validate: %v, want ErrInvalidRecorder saying it was not built by New", err)
+		}
+		if err := r.Start(t.Context()); !errors.Is(err, ErrInvalidRecorder) || !permanent(err) {
+			t.Errorf("Start: %v, want ErrInvalidRecorder, permanent", err)
 		}
 	}
 	var rec events.EventRecorder = nilRecorder
 	rec.Eventf(pod("web"), nil, corev1.EventTypeNormal, "Synced", "Sync", "a")
 }
 
-// TestStartRefusesWhatCannotSend: no client, a scheme without Events, no
-// reporting controller, a second Start.
-func TestStartRefusesWhatCannotSend(t *testing.T) {
-	_, c := newRecording(t)
+// permanent reports whether err is classed permanent (terminal for
+// controller-runtime: a manager does not retry a Runnable's error).
+func permanent(err error) bool {
+	c, _ := errors.Classify(err)
+	return c == errors.ClassPermanent
+}
+
+// TestValidateNamesEachMistake: Validate names every mistake of a Recorder
+// built by New (no client, a scheme without Events, no field owner, and
+// several at once), wrapping ErrInvalidRecorder, and ErrNoFieldOwner for an
+// empty name; Start returns the same error, permanent, and starts nothing;
+// Eventf drops the event instead of sending or panicking.
+func TestValidateNamesEachMistake(t *testing.T) {
+	rec, c := newRecording(t)
 	bare := fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build()
+	for _, tc := range []struct {
+		name         string
+		r            *Recorder
+		want         []string
+		noFieldOwner bool
+	}{
+		{"nil client", New(nil, "test-controller"), []string{"no client"}, false},
+		{"scheme without events", New(bare, "test-controller"), []string{"does not know events.k8s.io/v1 Event"}, false},
+		{"no field owner", New(c, ""), []string{"no field owner"}, true},
+		{"no client, no field owner", New(nil, ""), []string{"no client", "no field owner"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.r.Validate()
+			if !errors.Is(err, ErrInvalidRecorder) || errors.Is(err, errors.ErrNoFieldOwner) != tc.noFieldOwner {
+				t.Errorf("Validate: %v, want ErrInvalidRecorder (and ErrNoFieldOwner: %v)", err, tc.noFieldOwner)
+			}
+			for _, want := range tc.want {
+				if err == nil || !strings.Contains(err.Error(), want) {
+					t.Errorf("Validate: %v, want it to say %q", err, want)
+				}
+			}
+			if err := tc.r.Start(t.Context()); !errors.Is(err, ErrInvalidRecorder) || !permanent(err) {
+				t.Errorf("Start: %v, want the error of Validate, permanent", err)
+			}
+			tc.r.Eventf(pod("web"), nil, corev1.EventTypeNormal, "Synced", "Sync", "a")
+			if n := len(tc.r.queue); n != 0 {
+				t.Errorf("%d events queued by a Recorder that cannot send, want 0", n)
+			}
+		})
+	}
+	if got := rec.take(); len(got) != 0 {
+		t.Errorf("sent %v, want nothing", verbs(got))
+	}
+	if err := New(c, "test-controller").Validate(); err != nil {
+		t.Errorf("Validate of a Recorder set right: %v", err)
+	}
+}
+
+// TestStartsOnce: a second Start of a Recorder is refused, permanent; the
+// first goes on until its context ends.
+func TestStartsOnce(t *testing.T) {
+	_, c := newRecording(t)
 	started := New(c, "test-controller")
 	ctx, cancel := context.WithCancel(t.Context())
 	done := make(chan error)
@@ -755,20 +810,8 @@ func TestStartRefusesWhatCannotSend(t *testing.T) {
 		defer started.mu.Unlock()
 		return started.started
 	})
-	for _, tc := range []struct {
-		name string
-		r    *Recorder
-	}{
-		{"nil client", New(nil, "test-controller")},
-		{"scheme without events", New(bare, "test-controller")},
-		{"no controller", New(c, "")},
-		{"started twice", started},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.r.Start(t.Context()); !errors.Is(err, ErrInvalidRecorder) {
-				t.Errorf("Start: %v, want ErrInvalidRecorder", err)
-			}
-		})
+	if err := started.Start(t.Context()); !errors.Is(err, ErrInvalidRecorder) || !permanent(err) {
+		t.Errorf("second Start: %v, want ErrInvalidRecorder, permanent", err)
 	}
 	cancel()
 	if err := <-done; err != nil {

@@ -3,7 +3,6 @@ package recorder
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 
@@ -16,6 +15,8 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // send sends the queued events, one at a time, until ctx is done.
@@ -93,14 +94,14 @@ func (r *Recorder) recordEvent(ctx context.Context, ev *eventsv1.Event, create b
 		}
 		target := &eventsv1.Event{}
 		target.Name, target.Namespace = ev.Name, ev.Namespace
-		err = r.c.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch))
+		err = r.c.Patch(ctx, target, client.RawPatch(types.StrategicMergePatchType, patch), client.FieldOwner(r.fieldOwner))
 	}
 	if !isSeries || isKeyNotFound(err) {
 		if !create {
 			return true, false
 		}
 		ev.ResourceVersion = ""
-		err = r.c.Create(ctx, ev)
+		err = r.c.Create(ctx, ev, client.FieldOwner(r.fieldOwner))
 	}
 	if err == nil {
 		return false, false

@@ -20,8 +20,8 @@ const (
 	DefaultBackoffMax = 5 * time.Minute
 	// DefaultBackoffJitter is the jitter fraction of a zero Jitter.
 	DefaultBackoffJitter = 0.2
-	// DefaultBackoffKeys is the number of requests a zero MaxKeys tracks.
-	DefaultBackoffKeys = 10_000
+	// DefaultBackoffMaxKeys is the number of requests a zero MaxKeys tracks.
+	DefaultBackoffMaxKeys = 10_000
 )
 
 // Backoff tracks consecutive failures per request and hands out capped,
@@ -51,7 +51,7 @@ type Backoff struct {
 	// means [DefaultBackoffJitter] (0.2); a negative value disables jitter.
 	Jitter float64
 	// MaxKeys bounds how many requests are tracked. Zero means
-	// [DefaultBackoffKeys] (10,000); negative is invalid.
+	// [DefaultBackoffMaxKeys] (10,000); negative is invalid.
 	MaxKeys int
 
 	mu       sync.Mutex
@@ -63,7 +63,7 @@ type Backoff struct {
 func (b *Backoff) Next(req reconcile.Request) time.Duration {
 	limit := b.MaxKeys
 	if limit <= 0 {
-		limit = DefaultBackoffKeys
+		limit = DefaultBackoffMaxKeys
 	}
 	b.mu.Lock()
 	n := b.failures.getOrAdd(req, limit)
@@ -162,7 +162,7 @@ func (b *Backoff) problems(prefix string) []string {
 		negative("Max", b.Max, DefaultBackoffMax)
 	}
 	if b.MaxKeys < 0 {
-		negative("MaxKeys", b.MaxKeys, DefaultBackoffKeys)
+		negative("MaxKeys", b.MaxKeys, DefaultBackoffMaxKeys)
 	}
 	if math.IsNaN(b.Jitter) || math.IsInf(b.Jitter, 0) || b.Jitter > 1 {
 		out = append(out, fmt.Sprintf("%sJitter is %v: it is the fraction of a delay removed at random, at most 1 (0 means the default, %v; negative disables it)", prefix, b.Jitter, DefaultBackoffJitter))

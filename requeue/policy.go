@@ -37,10 +37,10 @@ const (
 	// restart of the API server, short enough that a user who looks sees
 	// why the object is not progressing.
 	DefaultReportAfter = 10 * time.Second
-	// DefaultTrackedRequests is how many failing requests a Policy
+	// DefaultMaxTrackedRequests is how many failing requests a Policy
 	// remembers (for conflict backoff and for ReportAfter) when
 	// Policy.MaxTrackedRequests is zero.
-	DefaultTrackedRequests = 10_000
+	DefaultMaxTrackedRequests = 10_000
 )
 
 // Policy turns what a reconcile produced, a reconcile.Result and an error, into
@@ -111,7 +111,7 @@ type Policy struct {
 	ReportAfter time.Duration
 	// MaxTrackedRequests bounds how many failing requests are remembered;
 	// when full, the one that failed least recently is forgotten. Zero
-	// means [DefaultTrackedRequests] (10,000); negative is invalid.
+	// means [DefaultMaxTrackedRequests] (10,000); negative is invalid.
 	MaxTrackedRequests int
 	// Clock tells the time for ReportAfter. Nil means the real clock.
 	Clock clock.PassiveClock
@@ -241,7 +241,7 @@ func (p *Policy) Validate() error {
 		negative("ThrottleDelay", p.ThrottleDelay, DefaultThrottleDelay)
 	}
 	if p.MaxTrackedRequests < 0 {
-		negative("MaxTrackedRequests", p.MaxTrackedRequests, DefaultTrackedRequests)
+		negative("MaxTrackedRequests", p.MaxTrackedRequests, DefaultMaxTrackedRequests)
 	}
 	if p.ConflictDelay >= 0 && p.MaxConflictDelay >= 0 {
 		if b := belowBase("MaxConflictDelay", p.MaxConflictDelay, DefaultMaxConflictDelay, "ConflictDelay", p.ConflictDelay, DefaultConflictDelay, "every conflict would wait"); b != "" {
@@ -373,7 +373,7 @@ func (p *Policy) failingSince(req reconcile.Request) (time.Time, bool) {
 func (p *Policy) recordFailing(req reconcile.Request, first time.Time) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultTrackedRequests))
+	since := p.failing.getOrAdd(req, positiveOr(p.MaxTrackedRequests, DefaultMaxTrackedRequests))
 	if since.IsZero() || first.Before(*since) {
 		*since = first
 	}
@@ -425,7 +425,7 @@ func positiveOr[T int | time.Duration](v, def T) T {
 // marker or a reconcile.TerminalError in its chain), else
 // reconcile.TerminalError(err).
 func terminal(err error) error {
-	if isTerminal(err) {
+	if errors.IsTerminal(err) {
 		return err
 	}
 	return reconcile.TerminalError(err)
@@ -436,19 +436,10 @@ func terminal(err error) error {
 // would not retry; such an error is returned with the same text but without
 // the chain.
 func retryable(err error) error {
-	if isTerminal(err) {
+	if errors.IsTerminal(err) {
 		return &retryError{msg: err.Error()}
 	}
 	return err
-}
-
-// isTerminal asks what controller-runtime asks of a returned error, in the
-// words the errors package documents: errors.Is(err,
-// reconcile.TerminalError(nil)). Whether an error is permanent is the errors
-// package's decision ([errors.Classify]); this is only whether
-// controller-runtime will already refuse to retry it.
-func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil))
 }
 
 type retryError struct{ msg string }

@@ -18,8 +18,8 @@
 // or without the gate (the cache filters in the process too):
 //
 //	m := shard.NewMember(kubernetes.NewForConfigOrDie(cfg).CoordinationV1(), "widgets-controller")
-//	m.Namespace, m.Name, m.Ranges = "widgets-system", "widgets", 8
-//	opts, err := follow.CacheOptions(m, cache.Options{}, follow.Kinds{
+//	m.Namespace, m.Name, m.RangeCount = "widgets-system", "widgets", 8
+//	opts, err := follow.CacheOptions(cache.Options{}, m, follow.Kinds{
 //		Objects: []client.Object{&v1.Widget{}}, Children: []client.Object{&corev1.Pod{}}})
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //	_ = mgr.Add(m)

@@ -18,7 +18,7 @@ func ExampleNewMember() {
 	fmt.Println(errors.Is(err, shard.ErrInvalidMember))
 	fmt.Println(err)
 
-	m.Ranges = 8
+	m.RangeCount = 8
 	fmt.Println(m.Validate())
 	// Output:
 	// true

@@ -49,8 +49,9 @@ func (e *fencedError) Class() errors.Class { return errors.ClassConflict }
 // The next renewal starts a new term. Work admitted in a term runs with a
 // context that ends with it, and writes only while it lasts.
 type term struct {
-	ctx context.Context
-	end context.CancelFunc
+	ctx    context.Context
+	end    context.CancelFunc
+	lapsed bool // ended because RenewDeadline passed without a renewal (counted once)
 }
 
 // fence is what the context of work admitted by Enter carries: the holding
@@ -147,13 +148,7 @@ func newTerm(parent context.Context) *term {
 func (m *Member) keepTerms(h *holding, i int) {
 	_, rd, _ := m.timings()
 	for {
-		m.mu.Lock()
-		left := rd - m.Clock.Since(m.renewed[i])
-		if left <= 0 && h.term.ctx.Err() == nil {
-			h.term.end()
-			fencedTotal.WithLabelValues(m.Name, "term").Inc()
-		}
-		m.mu.Unlock()
+		left := m.lapse(h, i, rd)
 		if left <= 0 {
 			select {
 			case <-h.ctx.Done():
@@ -166,10 +161,29 @@ func (m *Member) keepTerms(h *holding, i int) {
 		select {
 		case <-h.ctx.Done():
 			timer.Stop()
+			// The holding may end in the same instant as its term
+			// lapses (a wake from a freeze fires both): the lapse
+			// still counts.
+			m.lapse(h, i, rd)
 			return
 		case <-timer.C():
 		}
 	}
+}
+
+// lapse ends the term of holding h of range i once rd has passed since the
+// range's last confirmed renewal, counting it once, and returns the time
+// left before it does.
+func (m *Member) lapse(h *holding, i int, rd time.Duration) time.Duration {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	left := rd - m.Clock.Since(m.renewed[i])
+	if left <= 0 && !h.term.lapsed {
+		h.term.lapsed = true
+		h.term.end()
+		fencedTotal.WithLabelValues(m.Name, "term").Inc()
+	}
+	return left
 }
 
 // renewals is the Lock of a range's leader election: it records each

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"hash/fnv"
+	"maps"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -34,24 +35,45 @@ import (
 )
 
 // GroupLabel labels every Lease of a [Member]'s group with the group's
-// Name: the Leases of its ranges and those of its members.
-const GroupLabel = "shard.reconcilekit.dev/group"
+// Name: the Leases of its ranges and those of its members. A Member lists
+// its group's Leases by this key alone.
+//
+// v0.4.0 wrote the keys shard.reconcilekit.dev/group and
+// shard.reconcilekit.dev/member instead, and v0.5.x both those and these:
+// replicas of v0.5.x and of this version see each other's Leases, and a
+// replica of v0.4.0 is not seen (upgrade through v0.5.x).
+const GroupLabel = "shard.reconcilekit.io/group"
 
 // MemberLabel labels the Lease by which a replica says it is alive, with
 // the value "true".
-const MemberLabel = "shard.reconcilekit.dev/member"
+const MemberLabel = "shard.reconcilekit.io/member"
+
+// groupLabels returns the labels of every Lease of m's group: the group,
+// and, for a member Lease, the member label.
+func (m *Member) groupLabels(member bool) map[string]string {
+	l := map[string]string{GroupLabel: m.Name}
+	if member {
+		l[MemberLabel] = "true"
+	}
+	return l
+}
+
+// isMemberLease reports whether l is a member Lease.
+func isMemberLease(l *coordinationv1.Lease) bool {
+	return l.Labels[MemberLabel] == "true"
+}
 
 // ErrNotHeld is returned by [Member.Enter] for an object whose range this
 // replica does not hold (or is giving up).
 var ErrNotHeld = errors.New("shard: the object's range is not held by this replica")
 
 // Member is one replica's share of a controller's objects: the hash space
-// is split into Ranges ranges (ranges.Split) and each range is held, by
+// is split into RangeCount ranges (ranges.Split) and each range is held, by
 // exactly one replica at a time, through a Lease of its own, with
 // client-go's leader election (the same Lease records, renewals and expiry
 // as a manager's leader election). The replicas balance the ranges among
 // themselves: each one also keeps a member Lease renewed, counts the live
-// members, and holds its share, ceil(Ranges / members): a joining replica
+// members, and holds its share, ceil(RangeCount / members): a joining replica
 // takes ranges as the others give up what they hold beyond their share, a
 // stopping one gives up all of its ranges at once, and the ranges of one
 // that died move when their Leases expire (LeaseDuration).
@@ -64,17 +86,11 @@ var ErrNotHeld = errors.New("shard: the object's range is not held by this repli
 // the context of the work in that range, before the Lease can expire for
 // the others (LeaseDuration is longer than RenewDeadline).
 //
-// Build one with [NewMember], set Namespace, Name and Ranges, and run it as
+// Build one with [NewMember], set Namespace, Name and RangeCount, and run it as
 // a manager Runnable (mgr.Add(m)) on every replica: it does not need the
 // manager's leader election. A cache that follows the ranges it holds is
 // package follow's (follow.CacheOptions takes the Member).
 type Member struct {
-	// Leases reads and writes the Leases.
-	//
-	// Deprecated: pass the client to [NewMember], which sends every Lease
-	// write under the operator's field owner. A Member built as a literal
-	// with Leases set still works, its writes carrying no field manager.
-	Leases coordinationv1client.LeasesGetter
 	// Namespace holds the Leases. Required.
 	Namespace string
 	// Name names the group of replicas (the controller): range i of n is
@@ -84,10 +100,10 @@ type Member struct {
 	// Identity names this replica in the Leases; empty means the host
 	// name and a random suffix.
 	Identity string
-	// Ranges is how many ranges the hash space is split into: the most
+	// RangeCount is how many ranges the hash space is split into: the most
 	// replicas that can share the work. All replicas must agree on it.
 	// Required, at most ranges.Max.
-	Ranges int
+	RangeCount int
 	// LeaseDuration, RenewDeadline and RetryPeriod are leader election's
 	// timings for every range's Lease; zero means 15 s, 10 s and 2 s, as a
 	// manager's. LeaseDuration must be whole seconds and longer than
@@ -104,11 +120,10 @@ type Member struct {
 	// election keeps client-go's own clock.)
 	Clock clock.Clock
 
-	// fieldOwner is the field manager of every Lease write, and built
-	// says the Member came from NewMember (a literal, deprecated, has
-	// none).
+	// leases reads and writes the Leases, every write under the field
+	// manager fieldOwner (both given to NewMember).
+	leases     coordinationv1client.LeasesGetter
 	fieldOwner string
-	built      bool
 
 	ranges []ranges.Range
 	// preference is this replica's order of preference among the ranges,
@@ -143,11 +158,11 @@ type Member struct {
 // NewMember returns a Member whose Lease reads and writes go through
 // leases (usually kubernetes.NewForConfigOrDie(cfg).CoordinationV1()), every
 // write under the field manager fieldOwner, the operator's name (the one
-// its other writes carry). Set Namespace, Name and Ranges before starting
+// its other writes carry). Set Namespace, Name and RangeCount before starting
 // it. A Member with an empty fieldOwner does not start: Start returns an
 // error wrapping errors.ErrNoFieldOwner.
 func NewMember(leases coordinationv1client.LeasesGetter, fieldOwner string) *Member {
-	return &Member{Leases: leases, fieldOwner: fieldOwner, built: true}
+	return &Member{leases: leases, fieldOwner: fieldOwner}
 }
 
 // holding is a range this replica holds.
@@ -193,22 +208,24 @@ func see(seen map[string]observed, l *coordinationv1.Lease, now time.Time) time.
 // set wrong.
 var ErrInvalidMember = errors.New("shard: invalid Member")
 
-// Validate reports the fields of m set wrong: no Leases client, no field
-// owner (a Member from [NewMember] with an empty one), no Namespace or Name,
+// Validate reports the fields of m set wrong: no Leases client or no field
+// owner (a Member not from [NewMember], or from it with a nil client or an
+// empty field owner; the error then also wraps errors.ErrNoFieldOwner), no
+// Namespace or Name,
 // a number of ranges out of bounds, timings leader election refuses. Start
 // calls it and returns its error, marked permanent.
 func (m *Member) Validate() error {
 	var errs []error
-	if m.Leases == nil {
-		errs = append(errs, errors.New("Leases is nil: build the Member with NewMember"))
+	if m.leases == nil {
+		errs = append(errs, errors.New("no Leases client: build the Member with shard.NewMember(leases, fieldOwner)"))
 	}
-	if m.built && m.fieldOwner == "" {
-		errs = append(errs, errors.ErrNoFieldOwner)
+	if m.fieldOwner == "" {
+		errs = append(errs, fmt.Errorf("%w: build the Member with shard.NewMember(leases, fieldOwner)", errors.ErrNoFieldOwner))
 	}
 	if m.Namespace == "" || m.Name == "" {
 		errs = append(errs, errors.New("Namespace and Name are required"))
 	}
-	if _, err := ranges.Split(m.Ranges); err != nil {
+	if _, err := ranges.Split(m.RangeCount); err != nil {
 		errs = append(errs, err)
 	}
 	ld, rd, rp := m.timings()
@@ -263,16 +280,14 @@ func (m *Member) Start(ctx context.Context) error {
 		return errors.New("shard: a Member starts once")
 	}
 	m.started = true
-	m.ranges, _ = ranges.Split(m.Ranges)
+	m.ranges, _ = ranges.Split(m.RangeCount)
 	m.held, m.electing, m.leaving = map[int]*holding{}, map[int]*election{}, map[int]chan struct{}{}
 	m.members, m.rangeObs = map[string]observed{}, map[string]observed{}
 	m.renewed = map[int]time.Time{}
 	if m.Clock == nil {
 		m.Clock = clock.RealClock{}
 	}
-	if m.fieldOwner != "" {
-		m.Leases = fieldManaged{m.Leases, m.fieldOwner}
-	}
+	m.leases = fieldManaged{m.leases, m.fieldOwner}
 	if m.Identity == "" {
 		host, _ := os.Hostname()
 		m.Identity = host + "_" + strconv.FormatUint(rand.Uint64(), 36)
@@ -320,7 +335,7 @@ func (m *Member) Start(ctx context.Context) error {
 	m.mu.Unlock()
 	_, rd, _ := m.timings()
 	stop, cancel := context.WithTimeout(context.WithoutCancel(ctx), rd)
-	err := m.Leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
+	err := m.leases.Leases(m.Namespace).Delete(stop, m.memberLease(), metav1.DeleteOptions{})
 	cancel()
 	if err != nil && !apierrors.IsNotFound(err) {
 		logger.Info("could not delete the member Lease; it expires on its own", "error", err)
@@ -341,14 +356,14 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 	if err := m.renewMember(ctx); err != nil {
 		logger.Info("could not renew the member Lease", "error", err)
 	}
-	leases, err := m.Leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.Name})
+	leases, err := m.groupLeases(ctx)
 	if err != nil {
 		logger.Info("could not list the group's Leases", "error", err)
 		return time.Time{}
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	g := m.observe(leases.Items)
+	g := m.observe(leases)
 	share := (len(m.ranges) + g.live - 1) / g.live
 	mine, trying := m.claims()
 	m.giveUpBeyond(ctx, mine, share, g.live)
@@ -367,6 +382,15 @@ func (m *Member) balance(ctx context.Context) (nextExpiry time.Time) {
 		}
 	}
 	return g.nextExpiry
+}
+
+// groupLeases lists the group's Leases, by GroupLabel.
+func (m *Member) groupLeases(ctx context.Context) ([]coordinationv1.Lease, error) {
+	list, err := m.leases.Leases(m.Namespace).List(ctx, metav1.ListOptions{LabelSelector: GroupLabel + "=" + m.Name})
+	if err != nil {
+		return nil, err
+	}
+	return list.Items, nil
 }
 
 // group is what one round saw of the group's Leases, by this replica's
@@ -395,9 +419,9 @@ func (m *Member) observe(leases []coordinationv1.Lease) group {
 		seen[l.Name] = true
 		idx, isRange := m.rangeIndex(l.Name)
 		switch {
-		case l.Labels[MemberLabel] == "true" && l.Name == m.memberLease():
+		case isMemberLease(l) && l.Name == m.memberLease():
 			g.live++
-		case l.Labels[MemberLabel] == "true":
+		case isMemberLease(l):
 			// A member whose Lease expires changes the share: a round then.
 			if since := see(m.members, l, now); now.Sub(since) < ld {
 				g.live++
@@ -511,13 +535,17 @@ func (m *Member) takeOverSome(ctx context.Context, takeOver []int, expired map[i
 func (m *Member) takeOver(ctx context.Context, i int, l *coordinationv1.Lease) bool {
 	now := metav1.NewMicroTime(m.Clock.Now())
 	next := l.DeepCopy()
+	if next.Labels == nil {
+		next.Labels = map[string]string{}
+	}
+	maps.Copy(next.Labels, m.groupLabels(false))
 	next.Spec.HolderIdentity = ptr.To(m.Identity)
 	next.Spec.AcquireTime, next.Spec.RenewTime = &now, &now
 	next.Spec.LeaseTransitions = ptr.To(ptr.Deref(l.Spec.LeaseTransitions, 0) + 1)
 	ld, _, _ := m.timings()
 	next.Spec.LeaseDurationSeconds = ptr.To(int32(ld / time.Second))
 	sent := m.Clock.Now()
-	if _, err := m.Leases.Leases(m.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
+	if _, err := m.leases.Leases(m.Namespace).Update(ctx, next, metav1.UpdateOptions{}); err != nil {
 		log.FromContext(ctx).V(1).Info("could not take over an expired range Lease", "range", m.ranges[i].String(), "error", err)
 		return false
 	}
@@ -715,12 +743,12 @@ func (m *Member) release(ctx context.Context, i int) error {
 func (m *Member) renewMember(ctx context.Context) error {
 	ld, _, _ := m.timings()
 	now := metav1.NewMicroTime(m.Clock.Now())
-	leases := m.Leases.Leases(m.Namespace)
+	leases := m.leases.Leases(m.Namespace)
 	l, err := leases.Get(ctx, m.memberLease(), metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		_, err = leases.Create(ctx, &coordinationv1.Lease{
 			ObjectMeta: metav1.ObjectMeta{Name: m.memberLease(), Namespace: m.Namespace,
-				Labels: map[string]string{GroupLabel: m.Name, MemberLabel: "true"}},
+				Labels: m.groupLabels(true)},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: ptr.To(m.Identity), RenewTime: &now, AcquireTime: &now,
 				LeaseDurationSeconds: ptr.To(int32(ld / time.Second))},
 		}, metav1.CreateOptions{})
@@ -730,6 +758,10 @@ func (m *Member) renewMember(ctx context.Context) error {
 		return err
 	}
 	l.Spec.RenewTime = &now
+	if l.Labels == nil {
+		l.Labels = map[string]string{}
+	}
+	maps.Copy(l.Labels, m.groupLabels(true))
 	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
 	return err
 }
@@ -737,9 +769,9 @@ func (m *Member) renewMember(ctx context.Context) error {
 func (m *Member) lock(i int) *resourcelock.LeaseLock {
 	return &resourcelock.LeaseLock{
 		LeaseMeta:  metav1.ObjectMeta{Name: m.rangeLease(i), Namespace: m.Namespace},
-		Client:     m.Leases,
+		Client:     m.leases,
 		LockConfig: resourcelock.ResourceLockConfig{Identity: m.Identity},
-		Labels:     map[string]string{GroupLabel: m.Name},
+		Labels:     m.groupLabels(false),
 	}
 }
 
@@ -870,9 +902,9 @@ func hash(s string) uint64 {
 // still read them), and 0 for the others: a number that a range gets anew
 // each time the replica acquires it, so that a range lost and acquired
 // again, however quickly, is another holding, whose objects a following
-// cache hands over again (follow.Holder). Its length is Ranges.
+// cache hands over again (follow.Holder). Its length is RangeCount.
 func (m *Member) Holdings() []uint64 {
-	out := make([]uint64, m.Ranges)
+	out := make([]uint64, max(m.RangeCount, 0))
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	for i, h := range m.held {

@@ -161,7 +161,7 @@ func (g *group) startWith(name string, set func(*shard.Member)) *replica {
 	cut := &atomic.Bool{}
 	r := &replica{name: name, cut: cut, n: &counts{}, done: make(chan struct{})}
 	r.m = shard.NewMember(cutLeases{g.leases, cut, r.n}, fieldOwner)
-	r.m.Namespace, r.m.Name, r.m.Identity, r.m.Ranges = g.ns, g.name, name, testRanges
+	r.m.Namespace, r.m.Name, r.m.Identity, r.m.RangeCount = g.ns, g.name, name, testRanges
 	r.m.LeaseDuration, r.m.RenewDeadline, r.m.RetryPeriod, r.m.DrainTimeout = testLease, testRenew, testRetry, time.Minute
 	if set != nil {
 		set(r.m)
@@ -512,7 +512,7 @@ func TestAReleaseThatConflictsIsRetried(t *testing.T) {
 func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 	member := func(set func(m *shard.Member)) *shard.Member {
 		m := shard.NewMember(cutLeases{}, fieldOwner)
-		m.Namespace, m.Name, m.Ranges = "n", "x", 2
+		m.Namespace, m.Name, m.RangeCount = "n", "x", 2
 		set(m)
 		return m
 	}
@@ -521,9 +521,11 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 		m    *shard.Member
 		want string
 	}{
-		{"nothing set", &shard.Member{}, "Leases is nil"},
+		{"nothing set", &shard.Member{}, "no Leases client: build the Member with shard.NewMember(leases, fieldOwner)"},
+		{"a literal, not from NewMember", &shard.Member{Namespace: "n", Name: "x", RangeCount: 2}, errors.ErrNoFieldOwner.Error()},
 		{"no field owner", shard.NewMember(cutLeases{}, ""), errors.ErrNoFieldOwner.Error()},
-		{"no ranges", member(func(m *shard.Member) { m.Ranges = 0 }), "0 ranges"},
+		{"no ranges", member(func(m *shard.Member) { m.RangeCount = 0 }), "0 ranges"},
+		{"ranges out of bounds", member(func(m *shard.Member) { m.RangeCount = -1 }), "-1 ranges"},
 		{"no name", member(func(m *shard.Member) { m.Name = "" }), "Namespace and Name are required"},
 		{"lease not longer than renew", member(func(m *shard.Member) { m.LeaseDuration = 10 * time.Second }),
 			"LeaseDuration (10s) must be more than RenewDeadline (10s)"},
@@ -543,6 +545,20 @@ func TestAMemberWithBadSettingsSaysWhatIsWrong(t *testing.T) {
 	}
 	if err := member(func(*shard.Member) {}).Validate(); err != nil {
 		t.Errorf("Validate of a Member set right: %v", err)
+	}
+}
+
+// TestRangeCountSplitsTheHashSpace: a Member splits the hash space into
+// RangeCount ranges: its Holdings, what a following cache reads, have that
+// length.
+func TestRangeCountSplitsTheHashSpace(t *testing.T) {
+	m := shard.NewMember(cutLeases{}, fieldOwner)
+	m.Namespace, m.Name, m.RangeCount = "n", "x", 4
+	if err := m.Validate(); err != nil {
+		t.Errorf("Validate = %v", err)
+	}
+	if got := len(m.Holdings()); got != 4 {
+		t.Errorf("len(Holdings()) = %d, want 4", got)
 	}
 }
 
@@ -680,7 +696,8 @@ func TestGuardHandsEachObjectToTheReplicaThatHoldsItsRange(t *testing.T) {
 // TestWhatHoldingRangesCostsInLeaseRequests measures, for three replicas
 // sharing six ranges once balanced, the Lease requests each sends per
 // round (RetryPeriod): one renewal per range it holds and its member
-// Lease's read and renewal, plus one list of the group's Leases. The docs
+// Lease's read and renewal, plus the lists of the group's Leases (two
+// through v0.5.x, one by each domain's label key). The docs
 // quote it (docs/sharding.md); rounds are counted, not timed.
 func TestWhatHoldingRangesCostsInLeaseRequests(t *testing.T) {
 	g := newGroup(t)

@@ -35,6 +35,14 @@ type ObservedGenerationSetter interface {
 	SetObservedGeneration(int64)
 }
 
+// ObservedGenerationObject is what [ObserveGeneration] works on: an
+// object with a status.observedGeneration ([ObservedGenerationSetter]) and
+// a metadata.generation (every metav1.Object has GetGeneration).
+type ObservedGenerationObject interface {
+	ObservedGenerationSetter
+	GetGeneration() int64
+}
+
 // generationGetter is the part of metav1.Object that condition setters use.
 type generationGetter interface {
 	GetGeneration() int64

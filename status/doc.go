@@ -14,9 +14,9 @@
 // Reconciling and Stalled conditions consistent with the kstatus conventions
 // (sigs.k8s.io/cli-utils/pkg/kstatus), so that kubectl wait, Flux, Argo CD
 // and cli-utils read the object as Current, InProgress or Failed. They set
-// conditions only: [ObserveGeneration] sets status.observedGeneration, for
-// types implementing [ObservedGenerationSetter], when the reconciler has
-// looked at the current generation. [MarkFailure] is the step from a failed
+// conditions only: [ObserveGeneration] sets status.observedGeneration, of
+// types implementing [ObservedGenerationSetter] (a type without it does not
+// compile there), when the reconciler has looked at the current generation. [MarkFailure] is the step from a failed
 // reconcile's error to those conditions.
 //
 // A [Writer] snapshots an object, lets the reconciler change its status, and

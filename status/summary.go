@@ -72,18 +72,14 @@ func MarkStalled(obj Setter, reason, message string, opts ...Option) (changed bo
 }
 
 // ObserveGeneration sets obj's status.observedGeneration to its
-// metadata.generation when obj implements [ObservedGenerationSetter] and
-// metav1.Object, and reports whether it changed.
-func ObserveGeneration(obj any) (changed bool) {
-	s, ok := obj.(ObservedGenerationSetter)
-	if !ok {
+// metadata.generation, and reports whether it changed. It takes only a type
+// that has both ([ObservedGenerationObject]), so that a wrong argument does
+// not compile; a nil obj changes nothing.
+func ObserveGeneration(obj ObservedGenerationObject) (changed bool) {
+	if obj == nil || obj.GetObservedGeneration() == obj.GetGeneration() {
 		return false
 	}
-	g, ok := obj.(generationGetter)
-	if !ok || s.GetObservedGeneration() == g.GetGeneration() {
-		return false
-	}
-	s.SetObservedGeneration(g.GetGeneration())
+	obj.SetObservedGeneration(obj.GetGeneration())
 	return true
 }
 

@@ -2,9 +2,11 @@ package status_test
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -133,8 +135,28 @@ func TestObserveGenerationOnlyForTypesThatHaveIt(t *testing.T) {
 	if status.ObserveGeneration(w) {
 		t.Error("second ObserveGeneration reported a change")
 	}
-	if status.ObserveGeneration(&conditionsOnly{}) {
-		t.Error("ObserveGeneration on a type without observedGeneration reported a change")
+	if status.ObserveGeneration(nil) {
+		t.Error("ObserveGeneration(nil) reported a change")
+	}
+}
+
+// TestObserveGenerationRefusesAWrongArgumentAtCompileTime: the parameter of
+// ObserveGeneration is a type a Widget satisfies and a type without
+// status.observedGeneration does not, so passing the latter does not
+// compile (with a parameter of type any it compiled and did nothing).
+func TestObserveGenerationRefusesAWrongArgumentAtCompileTime(t *testing.T) {
+	param := reflect.TypeOf(status.ObserveGeneration).In(0)
+	if !reflect.TypeFor[*testapi.Widget]().Implements(param) {
+		t.Errorf("ObserveGeneration(%s) does not take a *testapi.Widget", param)
+	}
+	for _, wrong := range []reflect.Type{
+		reflect.TypeFor[*conditionsOnly](),   // conditions, no observedGeneration
+		reflect.TypeFor[*corev1.ConfigMap](), // a metav1.Object without status
+		reflect.TypeFor[testapi.Widget](),    // not a pointer: its setters would set a copy
+	} {
+		if wrong.Implements(param) {
+			t.Errorf("ObserveGeneration(%s) takes a %s: a wrong argument compiles", param, wrong)
+		}
 	}
 }
 

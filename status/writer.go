@@ -24,15 +24,6 @@ import (
 // build one with [NewWriter]).
 var ErrNoClient = errors.New("status: writer has no client")
 
-// ErrNoFieldOwner is errors.ErrNoFieldOwner, the library's one
-// missing-field-owner error: a [Writer] built with an empty field owner
-// returns it (wrapped, and classed permanent) from every write, and sends
-// nothing.
-//
-// Deprecated: use errors.ErrNoFieldOwner (package
-// github.com/reconcilekit/reconcilekit/errors), the same value.
-var ErrNoFieldOwner = errors.ErrNoFieldOwner
-
 // ErrInvalidWriter is wrapped by the error of [Writer.Validate] for a
 // Writer that cannot write, with the reason.
 var ErrInvalidWriter = errors.New("status: invalid Writer")
@@ -83,22 +74,16 @@ var ErrObjectReplaced = errors.New("status: object was deleted and created again
 // client and the operator's field owner. The zero Writer has neither and
 // every write of it fails ([ErrNoClient]).
 type Writer struct {
-	// Client writes the status subresource.
-	//
-	// Deprecated: pass the client to [NewWriter]. A Writer built as a
-	// struct literal still works: this field is the client NewWriter sets.
-	Client client.Client
+	// client writes the status subresource.
+	client client.Client
 	// APIReader re-reads the object after a conflict. Use a reader that asks
 	// the API server, such as the manager's GetAPIReader(): a cached client
 	// may return the same stale object again. Defaults to the Writer's
 	// client.
 	APIReader client.Reader
-	// FieldOwner names the operator: the field manager of every status
+	// fieldOwner names the operator: the field manager of every status
 	// write.
-	//
-	// Deprecated: pass the field owner to [NewWriter]. A Writer built as a
-	// struct literal still works: this field is the name NewWriter sets.
-	FieldOwner string
+	fieldOwner string
 	// Retry says how often, and how far apart, a patch refused with a
 	// conflict is sent again after re-reading the object: Retry.Steps is
 	// the most patches sent in all. The zero value means client-go's
@@ -117,7 +102,7 @@ type Writer struct {
 // errors.ErrNoFieldOwner and sends nothing. Set the optional fields
 // (APIReader, Retry) before the first write.
 func NewWriter(c client.Client, fieldOwner string) *Writer {
-	return &Writer{Client: c, FieldOwner: fieldOwner}
+	return &Writer{client: c, fieldOwner: fieldOwner}
 }
 
 // Validate reports a Writer that cannot write: no client, no field owner
@@ -129,9 +114,9 @@ func (w *Writer) Validate() error {
 	switch {
 	case w == nil:
 		return fmt.Errorf("%w: nil", ErrInvalidWriter)
-	case w.Client == nil:
+	case w.client == nil:
 		return fmt.Errorf("%w: %w: build it with status.NewWriter(c, fieldOwner)", ErrInvalidWriter, ErrNoClient)
-	case w.FieldOwner == "":
+	case w.fieldOwner == "":
 		return fmt.Errorf("%w: %w: build it with status.NewWriter(c, fieldOwner), fieldOwner the operator's own name, the same for all its writes", ErrInvalidWriter, errors.ErrNoFieldOwner)
 	case w.Retry.Steps < 0 || w.Retry.Duration < 0 || w.Retry.Factor < 0 || w.Retry.Jitter < 0 || w.Retry.Cap < 0:
 		return fmt.Errorf("%w: Retry has a negative field: %+v", ErrInvalidWriter, w.Retry)
@@ -230,7 +215,7 @@ func (s *Snapshot) valid() error {
 	if s == nil || s.obj == nil || s.before == nil {
 		return errors.New("status: snapshot not taken with Writer.Snapshot")
 	}
-	if s.w.Client == nil {
+	if s.w.client == nil {
 		return ErrNoClient
 	}
 	return nil
@@ -445,7 +430,7 @@ func (s *Snapshot) write(ctx context.Context) (changed bool, err error) {
 	maxAttempts := max(retry.Steps, 1)
 	reader := s.w.APIReader
 	if reader == nil {
-		reader = s.w.Client
+		reader = s.w.client
 	}
 	for attempt := 1; ; attempt++ {
 		patch := mergeDiff(before, after)
@@ -520,7 +505,7 @@ func (s *Snapshot) send(ctx context.Context, rv string, statusPatch map[string]a
 	}
 	out.SetNamespace(s.obj.GetNamespace())
 	out.SetName(s.obj.GetName())
-	if err := s.w.Client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, body), client.FieldOwner(s.w.FieldOwner)); err != nil {
+	if err := s.w.client.Status().Patch(ctx, out, client.RawPatch(types.MergePatchType, body), client.FieldOwner(s.w.fieldOwner)); err != nil {
 		return err
 	}
 	copyInto(s.obj, out)

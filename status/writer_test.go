@@ -133,7 +133,7 @@ func TestWriterWritesOnceThenNothingOnAnUnchangedReconcile(t *testing.T) {
 }
 
 // TestWriterWritesAsItsFieldOwner: the status write is recorded in
-// managedFields under the Writer's FieldOwner, not under the client's
+// managedFields under the Writer's field owner, not under the client's
 // default manager (here "manager", the name of every kubebuilder binary).
 func TestWriterWritesAsItsFieldOwner(t *testing.T) {
 	api := env.Client(t)

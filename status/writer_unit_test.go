@@ -24,6 +24,14 @@ import (
 // counter of the status patches it sends.
 func fakeWriter(t *testing.T) (*status.Writer, *testapi.Widget, *int) {
 	t.Helper()
+	c, obj, patches := fakeClient(t)
+	return status.NewWriter(c, "test-controller"), obj, patches
+}
+
+// fakeClient returns a fake client holding one Widget, the Widget, and a
+// counter of the status patches sent through the client.
+func fakeClient(t *testing.T) (client.Client, *testapi.Widget, *int) {
+	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := testapi.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -41,7 +49,7 @@ func fakeWriter(t *testing.T) (*status.Writer, *testapi.Widget, *int) {
 	if err := c.Get(t.Context(), client.ObjectKey{Namespace: "ns", Name: "w"}, obj); err != nil {
 		t.Fatal(err)
 	}
-	return status.NewWriter(c, "test-controller"), obj, &patches
+	return c, obj, &patches
 }
 
 func TestWriterRefusesBadSetupWithClearErrors(t *testing.T) {
@@ -71,24 +79,10 @@ func TestWriterRefusesBadSetupWithClearErrors(t *testing.T) {
 			want: status.ErrNoResourceVersion,
 		},
 		{
-			name: "a write without a field owner",
-			write: func() (bool, error) {
-				w, _, patches := fakeWriter(t)
-				w.FieldOwner = ""
-				o := obj.DeepCopy()
-				changed, err := w.Patch(t.Context(), o, func() error { status.MarkReady(o, "", ""); return nil })
-				if *patches != 0 {
-					t.Errorf("%d patches sent without a field owner, want 0", *patches)
-				}
-				return changed, err
-			},
-			want: rkerrors.ErrNoFieldOwner,
-		},
-		{
 			name: "a Writer built with an empty field owner",
 			write: func() (bool, error) {
-				w, _, patches := fakeWriter(t)
-				w = status.NewWriter(w.Client, "")
+				c, _, patches := fakeClient(t)
+				w := status.NewWriter(c, "")
 				o := obj.DeepCopy()
 				changed, err := w.Patch(t.Context(), o, func() error { status.MarkReady(o, "", ""); return nil })
 				if *patches != 0 {
@@ -171,18 +165,17 @@ func TestSnapshotChangedAndRepeatedWrites(t *testing.T) {
 // TestWriterWithoutAFieldOwner: every write of a Writer built without a
 // field owner fails for good (permanent, a controller-runtime terminal
 // error) and sends nothing, also when there is nothing to change: the
-// mistake shows on the first reconcile. The deprecated
-// status.ErrNoFieldOwner still matches it.
+// mistake shows on the first reconcile.
 func TestWriterWithoutAFieldOwner(t *testing.T) {
-	w, obj, patches := fakeWriter(t)
-	w = status.NewWriter(w.Client, "")
+	c, obj, patches := fakeClient(t)
+	w := status.NewWriter(c, "")
 	for name, mutate := range map[string]func() error{
 		"nothing to change": func() error { return nil },
 		"a change":          func() error { status.MarkReady(obj, "Reconciled", ""); return nil },
 	} {
 		t.Run(name, func(t *testing.T) {
 			changed, err := w.Patch(t.Context(), obj, mutate)
-			if changed || !errors.Is(err, rkerrors.ErrNoFieldOwner) || !errors.Is(err, status.ErrNoFieldOwner) ||
+			if changed || !errors.Is(err, rkerrors.ErrNoFieldOwner) ||
 				!errors.Is(err, status.ErrInvalidWriter) || !strings.Contains(err.Error(), "status.NewWriter(c, fieldOwner)") {
 				t.Fatalf("Patch = %v, %v; want false and ErrNoFieldOwner saying how to fix it", changed, err)
 			}
@@ -200,20 +193,24 @@ func TestWriterWithoutAFieldOwner(t *testing.T) {
 // wrong, with an error that names it, and accepts what NewWriter builds.
 func TestWriterValidate(t *testing.T) {
 	c := fake.NewClientBuilder().Build()
+	withRetry := func(b wait.Backoff) *status.Writer {
+		w := status.NewWriter(c, "x")
+		w.Retry = b
+		return w
+	}
 	tests := []struct {
 		name string
 		w    *status.Writer
 		want []error // nil: valid
 	}{
 		{name: "built by NewWriter", w: status.NewWriter(c, "app-controller")},
-		{name: "a struct literal (deprecated fields)", w: &status.Writer{Client: c, FieldOwner: "app-controller"}},
 		{name: "nil", w: nil, want: []error{status.ErrInvalidWriter}},
 		{name: "zero", w: &status.Writer{}, want: []error{status.ErrInvalidWriter, status.ErrNoClient}},
 		{name: "no client", w: status.NewWriter(nil, "app-controller"), want: []error{status.ErrInvalidWriter, status.ErrNoClient}},
 		{name: "no field owner", w: status.NewWriter(c, ""), want: []error{status.ErrInvalidWriter, rkerrors.ErrNoFieldOwner}},
-		{name: "negative Retry.Steps", w: &status.Writer{Client: c, FieldOwner: "x", Retry: wait.Backoff{Steps: -1}}, want: []error{status.ErrInvalidWriter}},
-		{name: "negative Retry.Duration", w: &status.Writer{Client: c, FieldOwner: "x", Retry: wait.Backoff{Duration: -time.Second}}, want: []error{status.ErrInvalidWriter}},
-		{name: "negative Retry.Jitter", w: &status.Writer{Client: c, FieldOwner: "x", Retry: wait.Backoff{Jitter: -1}}, want: []error{status.ErrInvalidWriter}},
+		{name: "negative Retry.Steps", w: withRetry(wait.Backoff{Steps: -1}), want: []error{status.ErrInvalidWriter}},
+		{name: "negative Retry.Duration", w: withRetry(wait.Backoff{Duration: -time.Second}), want: []error{status.ErrInvalidWriter}},
+		{name: "negative Retry.Jitter", w: withRetry(wait.Backoff{Jitter: -1}), want: []error{status.ErrInvalidWriter}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -247,16 +244,5 @@ func TestWriterRefusesAnInvalidRetryBeforeSending(t *testing.T) {
 	}
 	if *patches != 0 {
 		t.Errorf("%d patches, want 0", *patches)
-	}
-}
-
-// TestWriterStructLiteralStillWrites: a Writer built the deprecated way,
-// with the Client and FieldOwner fields, writes as one built by NewWriter.
-func TestWriterStructLiteralStillWrites(t *testing.T) {
-	built, obj, patches := fakeWriter(t)
-	w := status.Writer{Client: built.Client, FieldOwner: built.FieldOwner}
-	changed, err := w.Patch(t.Context(), obj, func() error { status.MarkReady(obj, "Reconciled", ""); return nil })
-	if !changed || err != nil || *patches != 1 {
-		t.Errorf("Patch = %v, %v with %d patches; want true, nil, 1", changed, err, *patches)
 	}
 }

@@ -45,9 +45,9 @@
 // # A referenced object that is missing
 //
 // [Reads.Get] returns a [*MissingError] naming the object, marked
-// errors.Permanent with reason [ReasonNotFound] when its kind is watched
-// ([Tracker.Enqueue]): retrying cannot make it appear, and its creation
-// wakes the referrer. So a reconcile.Loop, or a requeue.Policy, shows the
+// errors.Permanent with reason [ReasonReferenceNotFound] when its kind is
+// watched ([Tracker.Enqueue]): retrying cannot make it appear, and its
+// creation wakes the referrer. So a reconcile.Loop, or a requeue.Policy, shows the
 // referrer Stalled ("Secret \"team-a/creds\" not found") and does not retry
 // in a loop, and the reconcile that follows the object's creation makes it
 // Ready. The package errors still classes a plain NotFound transient: an
@@ -60,8 +60,7 @@
 // Secret of the cluster, data included, for the life of the process. The
 // handler needs names only, so watch the kind metadata-only
 // (builder.WatchesMetadata) and strip managedFields from that informer
-// (cache.Options.ByObject with cache.TransformStripManagedFields), and read
-// through the API reader: the Tracker keeps a copy of each object a
+// ([CacheOptions]), and read through the API reader: the Tracker keeps a copy of each object a
 // reconcile read, only while some referrer reads it, and serves it again
 // until the watch reports a change, so a reconcile of unchanged references
 // sends no request. BenchmarkWatchMemory measures the process with 10,000

@@ -34,12 +34,14 @@ const fieldOwner = "track-test"
 
 // metadataOnly is the cache of a manager that watches Secrets and
 // ConfigMaps metadata-only, for a Tracker's handler: no managedFields in the
-// cache either.
-func metadataOnly() manager.Options {
-	strip := cache.ByObject{Transform: cache.TransformStripManagedFields()}
-	return manager.Options{Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-		&corev1.Secret{}: strip, &corev1.ConfigMap{}: strip,
-	}}}
+// cache either (track.CacheOptions).
+func metadataOnly(t *testing.T) manager.Options {
+	t.Helper()
+	opts, err := track.CacheOptions(cache.Options{}, &corev1.Secret{}, &corev1.ConfigMap{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return manager.Options{Cache: opts}
 }
 
 // widgetFollowingItsSecret runs, in ns, a reconcile.Loop of Widgets whose
@@ -48,7 +50,7 @@ func metadataOnly() manager.Options {
 // Tracker.
 func widgetFollowingItsSecret(t *testing.T, ns string, syncPeriod time.Duration) (*testenv.Manager, *track.Tracker) {
 	t.Helper()
-	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, SyncPeriod: syncPeriod, Options: metadataOnly()})
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, SyncPeriod: syncPeriod, Options: metadataOnly(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,8 +117,8 @@ func TestAReferrerFollowsItsSecret(t *testing.T) {
 			t.Fatalf("%s: %v", step, err)
 		}
 		cond, _ := status.FindCondition(w, status.TypeStalled)
-		if want := fmt.Sprintf("Secret %q not found", ns+"/creds"); cond.Reason != track.ReasonNotFound || cond.Message != want {
-			t.Errorf("%s: Stalled %s: %q; want %s: %q", step, cond.Reason, cond.Message, track.ReasonNotFound, want)
+		if want := fmt.Sprintf("Secret %q not found", ns+"/creds"); cond.Reason != track.ReasonReferenceNotFound || cond.Message != want {
+			t.Errorf("%s: Stalled %s: %q; want %s: %q", step, cond.Reason, cond.Message, track.ReasonReferenceNotFound, want)
 		}
 		// No retry while it is missing: a transient NotFound would have been
 		// retried about nine times in two seconds (5ms, doubling). Counted
@@ -215,7 +217,7 @@ func TestTenThousandReferrersOverAHundredSecrets(t *testing.T) {
 	t.Parallel()
 	const referrers, secrets = 10_000, 100
 	ctx, ns := t.Context(), env.Namespace(t)
-	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: metadataOnly()})
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: metadataOnly(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -348,7 +350,7 @@ func (f ctrlReconcilerFunc) Reconcile(ctx context.Context, req ctrl.Request) (ct
 func TestADeploymentRollsOncePerDataChange(t *testing.T) {
 	t.Parallel()
 	ctx, ns := t.Context(), env.Namespace(t)
-	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: metadataOnly()})
+	mgr, err := env.NewManager(testenv.ManagerOptions{Namespace: ns, Options: metadataOnly(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

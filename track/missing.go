@@ -6,15 +6,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 )
 
-// ReasonNotFound is the condition reason of a referenced object that does
-// not exist ([MissingError]): a reconcile.Loop, or status.MarkFailure,
-// shows it on the referrer's Stalled condition.
-const ReasonNotFound = "ReferenceNotFound"
+// ReasonReferenceNotFound is the condition reason of a referenced object
+// that does not exist ([MissingError]): a reconcile.Loop, or
+// status.MarkFailure, shows it on the referrer's Stalled condition.
+const ReasonReferenceNotFound = "ReferenceNotFound"
 
 // MissingError reports a referenced object that does not exist. [Reads.Get]
-// returns it with reason [ReasonNotFound], marked errors.Permanent when the
-// object's kind is watched (its creation wakes the referrer, so retrying
-// would only spin), transient otherwise. Err is the API server's NotFound,
+// returns it with reason [ReasonReferenceNotFound], marked errors.Permanent
+// when the object's kind is watched (its creation wakes the referrer, so
+// retrying would only spin), transient otherwise. Err is the API server's NotFound,
 // so apierrors.IsNotFound(err) still holds. Match it with errors.As.
 type MissingError struct {
 	// Reference is the missing object.

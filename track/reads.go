@@ -36,8 +36,8 @@ type Reads struct {
 //
 // A missing object is a [*MissingError] naming it, which also matches
 // apierrors.IsNotFound. When its kind is watched, it is marked
-// errors.Permanent with reason [ReasonNotFound]: retrying cannot make it
-// appear, and its creation wakes the referrer, so a reconcile.Loop (or a
+// errors.Permanent with reason [ReasonReferenceNotFound]: retrying cannot
+// make it appear, and its creation wakes the referrer, so a reconcile.Loop (or a
 // requeue.Policy) reports the referrer Stalled, naming the object, and does
 // not retry in a loop. When its kind is not watched, nothing would wake the
 // referrer: the error stays transient (retried with backoff).
@@ -83,7 +83,7 @@ func (r *Reads) Get(ctx context.Context, key client.ObjectKey, obj client.Object
 		}
 		return nil
 	case apierrors.IsNotFound(err):
-		missing := errors.WithReason(&MissingError{Reference: ref, Referrer: r.referrer, Err: err}, ReasonNotFound)
+		missing := errors.WithReason(&MissingError{Reference: ref, Referrer: r.referrer, Err: err}, ReasonReferenceNotFound)
 		if watched {
 			return errors.Permanent(missing)
 		}

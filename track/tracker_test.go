@@ -248,8 +248,8 @@ func TestAMissingReference(t *testing.T) {
 			if got, want := errors.Message(err), `Secret "refs/creds" not found`; got != want {
 				t.Errorf("message %q; want %q", got, want)
 			}
-			if got := errors.Reason(err); got != track.ReasonNotFound {
-				t.Errorf("reason %q; want %q", got, track.ReasonNotFound)
+			if got := errors.Reason(err); got != track.ReasonReferenceNotFound {
+				t.Errorf("reason %q; want %q", got, track.ReasonReferenceNotFound)
 			}
 			// Missing, it is still recorded: its creation wakes the referrer.
 			if diff := cmp.Diff([]types.NamespacedName{key("x", "one")}, tr.Referrers(secret("refs", "creds", ""))); diff != "" {

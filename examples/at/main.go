@@ -279,7 +279,7 @@ func run(ctx context.Context, o *options) error {
 			return fmt.Errorf("a client for the shard Leases: %w", err)
 		}
 		m := shard.NewMember(cs.CoordinationV1(), controller.Name)
-		m.Namespace, m.Name, m.Ranges = namespace, "at", o.shards
+		m.Namespace, m.Name, m.RangeCount = namespace, "at", o.shards
 		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod = o.leaseDuration, o.renewDeadline, o.retryPeriod
 		m.OnChange = func(held ranges.Set) { setupLog.Info("ranges held", "ranges", held.String()) }
 		copts.Shard = m
@@ -288,7 +288,7 @@ func run(ctx context.Context, o *options) error {
 		// freeze writes nothing for a range it lost.
 		cfg = shard.Fence(cfg)
 		// The cache holds the Ats of the ranges held and their Pods.
-		if mopts.Cache, err = controller.CacheOptions(copts.Shard, cache.Options{}); err != nil {
+		if mopts.Cache, err = controller.CacheOptions(cache.Options{}, copts.Shard); err != nil {
 			return fmt.Errorf("the sharded cache: %w", err)
 		}
 	}

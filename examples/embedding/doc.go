@@ -9,8 +9,9 @@
 //	step3       + finalizer
 //	step4       + drift.Writer
 //	step5       as a reconcile.Loop, with reconcile.Predicate
-//	step6       + health
+//	step6       + health: Ready only when the Deployment is available
 //	step7       + applyset: the children as one set
+//	children    step 5's Website with an owned ConfigMap and Service
 //
 // Each step is a package of its own with its own tests on envtest. The
 // tests of this package measure every step (the API writes and requests

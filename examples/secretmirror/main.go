@@ -61,12 +61,16 @@ func run(args []string) error {
 	if err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(cfg, controller.ManagerOptions(ctrl.Options{
+	opts, err := controller.ManagerOptions(ctrl.Options{
 		Scheme:           scheme,
 		Metrics:          metricsserver.Options{BindAddress: *metricsAddr},
 		LeaderElection:   *leaderElect,
 		LeaderElectionID: "secretmirror.mirror.reconcilekit.dev",
-	}))
+	})
+	if err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(cfg, opts)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,10 @@
 // Package apicheck holds the tests that keep the library's shape what its
 // documentation promises: the dependency weight of each package
-// (docs/weight.md) and the metrics the packages register
-// (docs/metrics.md).
+// (docs/weight.md), the metrics the packages register (docs/metrics.md), a
+// Validate() error on every long-lived value (validate_test.go, docs/api.md),
+// the field manager on every write the library sends (fieldowner_test.go,
+// README.md "One field owner") and one decoder of managedFields
+// (internal/managedfields).
 package apicheck_test
 
 import (

@@ -27,11 +27,18 @@ type Check struct {
 type Result struct {
 	Release release.Release // the release compared with
 	Changes []Change        // every change apidiff reports, compatible or not
-	Unnamed []Change        // the incompatible changes CHANGELOG.md does not name under Unreleased
+	Unnamed []Change        // the incompatible changes CHANGELOG.md does not name under Unreleased; since a [Stable] release, every incompatible change
 }
 
+// Stable reports whether rel is v1.0.0 or later. From then on no
+// incompatible change may land, named or not: each would need a new major
+// version, whose module path ends in /v2. A name that moves keeps working,
+// deprecated, through the major version.
+func Stable(rel release.Release) bool { return release.Compare(rel.Version, "v1.0.0") >= 0 }
+
 // Run compares the last release in Root's releases file with the working
-// tree. It fails with [ErrNotInHistory] when the release's commit is not
+// tree; since a [Stable] release every incompatible change is in
+// [Result.Unnamed], whatever CHANGELOG.md says. It fails with [ErrNotInHistory] when the release's commit is not
 // in the repository, and when a tag of the release's version names another
 // commit than the releases file.
 func (c Check) Run(ctx context.Context) (Result, error) {
@@ -58,6 +65,14 @@ func (c Check) Run(ctx context.Context) (Result, error) {
 	unnamed, err := Unnamed(changes, log)
 	if err != nil {
 		return Result{}, err
+	}
+	if Stable(last) {
+		unnamed = nil
+		for _, ch := range changes {
+			if !ch.Compatible {
+				unnamed = append(unnamed, ch)
+			}
+		}
 	}
 	return Result{Release: last, Changes: changes, Unnamed: unnamed}, nil
 }

@@ -61,7 +61,9 @@ func changelogNames(t *testing.T, apis map[string]names) (gone map[string][]stri
 //     release) get wrong. In them every name given must exist, except a
 //     gone one; a name a Removed row gives in its "before" cell must not
 //     exist; a name a Deprecated row gives in its "before" cell must exist
-//     and say "Deprecated:" in its doc comment.
+//     and say "Deprecated:" in its doc comment, unless a Removed row of a
+//     newer section names it (deprecated in the latest release, removed in
+//     Unreleased: the release after it, as docs/releasing.md says).
 //
 // Only package-qualified names count (drift.Ensure, status.Writer.Retry):
 // the rows of CHANGELOG.md name everything that way (docs/releasing.md).
@@ -89,8 +91,20 @@ func checkChangelog(log *release.Changelog, apis map[string]names, exists func(p
 	if len(log.Sections) > 1 {
 		current = log.Sections[:2] // and the latest release
 	}
-	for _, sec := range current {
+	for si, sec := range current {
 		where := func(line int) string { return fmt.Sprintf("CHANGELOG.md:%d [%s]", line, sec.Title) }
+		removedSince := map[ref]bool{} // by a Removed row of a newer section
+		for _, newer := range log.Sections[:si] {
+			for _, sub := range newer.Subsections {
+				if sub.Kind == "Removed" {
+					for _, row := range sub.Rows {
+						for _, r := range refs(row.Cell(0)) {
+							removedSince[r] = true
+						}
+					}
+				}
+			}
+		}
 		kind := ""
 		lines := strings.Split(sec.Text, "\n")
 		for i, line := range lines {
@@ -117,6 +131,8 @@ func checkChangelog(log *release.Changelog, apis map[string]names, exists func(p
 					}
 				case "Deprecated":
 					switch {
+					case !has && removedSince[r]:
+						// Deprecated then, removed since.
 					case !has:
 						problems = append(problems, fmt.Sprintf("%s: Deprecated lists %s, which does not exist", where(n), r))
 					case !apis[r.pkg].deprecated[r.key()]:
@@ -191,21 +207,29 @@ func TestTheChangelogCheckFindsWrongNames(t *testing.T) {
 
 | before | after | migration |
 |---|---|---|
-| ` + "`drift.Owner`" + ` | ` + "`drift.Diff`" + ` | not marked deprecated |
-| ` + "`drift.NotThere`" + ` | ` + "`drift.Diff`" + ` | does not exist |
+| ` + "`drift.Owner`" + ` | ` + "`compare.Diff`" + ` | not marked deprecated |
+| ` + "`drift.NotThere`" + ` | ` + "`compare.Diff`" + ` | does not exist |
 
 ### Removed
 
 | before | after | migration |
 |---|---|---|
-| ` + "`drift.Ensure`" + ` | – | still exists |
+| ` + "`drift.NewWriter`" + ` | – | still exists |
 | ` + "`drift.AlsoGone`" + ` | – | right |
+| ` + "`drift.DeprecatedThenRemoved`" + ` | – | right |
 
 ## [v0.2.0] - 2026-01-02
 
 ### Added
 
 - ` + "`drift.MissingInTheLatestRelease`" + `, and ` + "`drift.AlsoGone`" + ` which Unreleased removes
+
+### Deprecated
+
+| before | after | migration |
+|---|---|---|
+| ` + "`drift.DeprecatedThenRemoved`" + ` | ` + "`drift.NewWriter`" + ` | gone, and Unreleased removes it: right |
+| ` + "`drift.DeprecatedAndLost`" + ` | ` + "`drift.NewWriter`" + ` | gone, and no newer section removes it |
 
 ## [v0.1.0] - 2026-01-01
 
@@ -223,13 +247,14 @@ func TestTheChangelogCheckFindsWrongNames(t *testing.T) {
 		"CHANGELOG.md:16 [Unreleased]: names drift.Renamed, which does not exist",
 		"CHANGELOG.md:22 [Unreleased]: Deprecated lists drift.Owner, whose doc comment has no \"Deprecated:\" paragraph",
 		"CHANGELOG.md:23 [Unreleased]: Deprecated lists drift.NotThere, which does not exist",
-		"CHANGELOG.md:29 [Unreleased]: Removed lists drift.Ensure, which still exists",
-		"CHANGELOG.md:36 [v0.2.0]: names drift.MissingInTheLatestRelease, which does not exist",
+		"CHANGELOG.md:29 [Unreleased]: Removed lists drift.NewWriter, which still exists",
+		"CHANGELOG.md:37 [v0.2.0]: names drift.MissingInTheLatestRelease, which does not exist",
+		"CHANGELOG.md:44 [v0.2.0]: Deprecated lists drift.DeprecatedAndLost, which does not exist",
 	}
 	if diff := cmp.Diff(want, problems); diff != "" {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
-	if want := []string{"GoneForGood", "AlsoGone"}; !slices.Equal(gone["drift"], want) {
+	if want := []string{"GoneForGood", "AlsoGone", "DeprecatedThenRemoved"}; !slices.Equal(gone["drift"], want) {
 		t.Errorf("gone names of drift: %v, want %v", gone["drift"], want)
 	}
 }

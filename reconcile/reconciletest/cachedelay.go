@@ -24,10 +24,11 @@ import (
 // test can prove that a reconciler neither creates a second child, nor
 // regresses a status, nor writes on a stale copy.
 //
-// Give a manager the delayed cache through [CacheDelay.WrapCacheOptions]:
+// Give a manager the delayed cache through [CacheDelay.CacheOptions]:
 //
 //	delay := &reconciletest.CacheDelay{Delay: 2 * time.Second}
-//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: delay.WrapCacheOptions(cache.Options{})})
+//	opts, err := delay.CacheOptions(cache.Options{})
+//	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: opts})
 //
 // The initial state of a watch (the events a watch-list stream sends before
 // its initial-events-end bookmark) is delivered at once, so the cache syncs
@@ -38,8 +39,8 @@ import (
 // Its zero value delivers events at once. It is safe for concurrent use
 // and must not be copied after first use; one CacheDelay may serve several
 // caches. One with a field set wrong ([CacheDelay.Validate]) delays
-// nothing: every list and watch through it fails with the error, so the
-// cache never syncs and says why.
+// nothing: [CacheDelay.CacheOptions] returns the error, and every list and
+// watch through its ListerWatcher fails with it.
 type CacheDelay struct {
 	// Delay is how long each watch event is held back. Zero delivers
 	// events at once; it may not be negative.
@@ -62,8 +63,9 @@ type CacheDelay struct {
 var ErrInvalidCacheDelay = errors.New("reconciletest: invalid CacheDelay")
 
 // Validate reports a CacheDelay set up wrong: a negative Delay. The error
-// wraps [ErrInvalidCacheDelay]. testenv's NewManager calls it; a list or
-// watch through the delay returns its error.
+// wraps [ErrInvalidCacheDelay]. [CacheDelay.CacheOptions] and testenv's
+// NewManager return its error; a list or watch through the delay returns
+// it too.
 func (d *CacheDelay) Validate() error {
 	switch {
 	case d == nil:
@@ -118,25 +120,29 @@ func (d *CacheDelay) release(id uint64) {
 	delete(d.held, id)
 }
 
-// WrapCacheOptions returns opts with its NewInformer wrapped, so that every
+// CacheOptions returns base with its NewInformer wrapped, so that every
 // informer of a cache built from them (a manager's, through
 // ctrl.Options.Cache) lists and watches through
-// [CacheDelay.WrapListerWatcher]. An existing NewInformer is kept and
-// called with the wrapped ListerWatcher.
-func (d *CacheDelay) WrapCacheOptions(opts cache.Options) cache.Options {
-	next := opts.NewInformer
+// [CacheDelay.ListerWatcher]. An existing NewInformer is kept and called
+// with the wrapped ListerWatcher. A CacheDelay that [CacheDelay.Validate]
+// refuses returns its error and base unchanged.
+func (d *CacheDelay) CacheOptions(base cache.Options) (cache.Options, error) {
+	if err := d.Validate(); err != nil {
+		return base, err
+	}
+	next := base.NewInformer
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer
 	}
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		return next(d.WrapListerWatcher(lw), obj, resync, indexers)
+	base.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		return next(d.ListerWatcher(lw), obj, resync, indexers)
 	}
-	return opts
+	return base, nil
 }
 
-// WrapListerWatcher returns a ListerWatcher whose watches deliver their
-// events Delay late, in order, for informers built with client-go directly.
-func (d *CacheDelay) WrapListerWatcher(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
+// ListerWatcher returns a ListerWatcher whose watches deliver their events
+// Delay late, in order, for informers built with client-go directly.
+func (d *CacheDelay) ListerWatcher(lw toolscache.ListerWatcher) toolscache.ListerWatcher {
 	return &delayedListerWatcher{delay: d, inner: lw, lw: toolscache.ToListerWatcherWithContext(lw)}
 }
 

@@ -37,11 +37,15 @@ func TestAPIServerCacheDelayStaleReadAfterUpdate(t *testing.T) {
 
 	clk := testingclock.NewFakeClock(time.Now())
 	delay := &rt.CacheDelay{Delay: time.Minute, Clock: clk}
+	copts, err := delay.CacheOptions(cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      delay.WrapCacheOptions(cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}}),
+		Cache:      copts,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 
 	rt "github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
 )
@@ -29,7 +30,7 @@ const bound = 30 * time.Second
 func delayedWatch(t *testing.T, d *rt.CacheDelay, sendInitialEvents bool) (*watch.FakeWatcher, watch.Interface) {
 	t.Helper()
 	fw := watch.NewFake()
-	lw := d.WrapListerWatcher(&toolscache.ListWatch{
+	lw := d.ListerWatcher(&toolscache.ListWatch{
 		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.ConfigMapList{}, nil },
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return fw, nil },
 	})
@@ -283,8 +284,12 @@ func TestCacheDelayValidate(t *testing.T) {
 		})
 	}
 
+	invalid := &rt.CacheDelay{Delay: -time.Second}
+	if _, err := invalid.CacheOptions(cache.Options{}); !errors.Is(err, rt.ErrInvalidCacheDelay) {
+		t.Errorf("CacheOptions = %v, want ErrInvalidCacheDelay", err)
+	}
 	var calls int
-	lw := (&rt.CacheDelay{Delay: -time.Second}).WrapListerWatcher(&toolscache.ListWatch{
+	lw := invalid.ListerWatcher(&toolscache.ListWatch{
 		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { calls++; return &corev1.ConfigMapList{}, nil },
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { calls++; return watch.NewFake(), nil },
 	})

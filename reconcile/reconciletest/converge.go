@@ -1,7 +1,6 @@
 package reconciletest
 
 import (
-	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -9,6 +8,8 @@ import (
 
 	testingclock "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/reconcilekit/reconcilekit/errors"
 )
 
 // Default bounds of [Converge].
@@ -40,21 +41,18 @@ func WithCounter(c *Counter) Option {
 	return func(o *options) { o.counter = c }
 }
 
-// WithClock gives Converge the fake clock the reconciler reads. When a run
-// returns a RequeueAfter, Converge steps the clock by that much before the
-// next run, so a reconciler waiting for a time sees it arrive. Without a
-// clock (or with nil) the next run simply happens at once. Runs that fail
-// with an error do not step the clock.
-func WithClock(c *testingclock.FakeClock) Option {
+// StepClock gives Converge the fake clock the reconciler reads, to step.
+// When a run returns a RequeueAfter, Converge steps the clock by that much
+// before the next run, so a reconciler waiting for a time sees it arrive.
+// Without a clock (or with nil) the next run simply happens at once. Runs
+// that fail with an error do not step the clock.
+//
+// Its name says that Converge moves this clock: the options of other
+// packages that hand over a clock (requeue.WithClock, status.WithClock)
+// only read the time from it.
+func StepClock(c *testingclock.FakeClock) Option {
 	return func(o *options) { o.clock = c }
 }
-
-// StepClock gives Converge the fake clock the reconciler reads, as
-// [WithClock] does.
-//
-// Deprecated: use [WithClock], the name every package gives the option
-// that hands over a clock.
-func StepClock(c *testingclock.FakeClock) Option { return WithClock(c) }
 
 // WithFaults names the [FaultInjector] on the reconciler's client. Faults
 // are injected while converging and paused for the idempotency run, so
@@ -144,7 +142,7 @@ func (r run) String() string {
 // A run has converged when it returns an empty result and no error (or a
 // RequeueAfter of at least [Resync]'s period, or, with
 // [AllowTerminalError], a terminal error). A RequeueAfter steps the
-// [WithClock] clock; a non-terminal error is retried at once, up to
+// [StepClock] clock; a non-terminal error is retried at once, up to
 // [MaxErrors] runs in a row; after [MaxRuns] runs the test fails with the
 // last runs' results and writes. The idempotency run must also return the
 // same kind of outcome: asking to be requeued again or failing is reported
@@ -187,7 +185,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 	ctx := t.Context()
 	settled := func(res reconcile.Result, err error) bool {
 		if err != nil {
-			return o.allowTerminal && isTerminal(err)
+			return o.allowTerminal && errors.IsTerminal(err)
 		}
 		return !requeues(res) || (o.resync > 0 && res.RequeueAfter >= o.resync)
 	}
@@ -214,7 +212,7 @@ func Converge(t testing.TB, r reconcile.Reconciler, req reconcile.Request, opts 
 			break
 		}
 		if err != nil {
-			if isTerminal(err) {
+			if errors.IsTerminal(err) {
 				t.Fatalf("reconciletest: %q: run %d returned a terminal error, which controller-runtime never retries: %v\n"+
 					"(pass AllowTerminalError() if that is the expected outcome)", req, n, err)
 				return rep
@@ -295,10 +293,6 @@ func outcome(res reconcile.Result, err error) string {
 // sets Priority does not requeue.
 func requeues(res reconcile.Result) bool {
 	return res.RequeueAfter > 0 || res.Requeue //nolint:staticcheck // Requeue is deprecated but still honoured
-}
-
-func isTerminal(err error) bool {
-	return errors.Is(err, reconcile.TerminalError(nil))
 }
 
 func joinRuns(rs []run) string {

@@ -105,32 +105,24 @@ func TestConvergeFailsForReconcilerThatWritesEveryTime(t *testing.T) {
 }
 
 // TestConvergeStepsTheClockForRequeueAfter: a reconciler waiting for a time
-// converges once Converge has stepped the caller's fake clock there, and
-// the clock ends exactly at that time; the deprecated StepClock does the
-// same.
+// converges once Converge has stepped the caller's fake clock (StepClock)
+// there, and the clock ends exactly at that time.
 func TestConvergeStepsTheClockForRequeueAfter(t *testing.T) {
-	for name, option := range map[string]func(*testingclock.FakeClock) rt.Option{
-		"WithClock": rt.WithClock,
-		"StepClock": rt.StepClock,
-	} {
-		t.Run(name, func(t *testing.T) {
-			w := widget("ns", "w", "")
-			start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-			clk := testingclock.NewFakeClock(start)
-			var counter rt.Counter
-			r := &waitReconciler{Client: counter.Wrap(newFake(t, w)), clock: clk, at: start.Add(10 * time.Minute)}
-			rec := &recorder{}
+	w := widget("ns", "w", "")
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	clk := testingclock.NewFakeClock(start)
+	var counter rt.Counter
+	r := &waitReconciler{Client: counter.Wrap(newFake(t, w)), clock: clk, at: start.Add(10 * time.Minute)}
+	rec := &recorder{}
 
-			rep := rt.Converge(rec, r, requestFor(w), rt.WithCounter(&counter), option(clk))
+	rep := rt.Converge(rec, r, requestFor(w), rt.WithCounter(&counter), rt.StepClock(clk))
 
-			wantNoFailure(t, rec)
-			if rep.Runs != 2 {
-				t.Errorf("Runs = %d, want 2 (wait, then act)", rep.Runs)
-			}
-			if got, want := clk.Now(), start.Add(10*time.Minute); !got.Equal(want) {
-				t.Errorf("clock = %v, want %v", got, want)
-			}
-		})
+	wantNoFailure(t, rec)
+	if rep.Runs != 2 {
+		t.Errorf("Runs = %d, want 2 (wait, then act)", rep.Runs)
+	}
+	if got, want := clk.Now(), start.Add(10*time.Minute); !got.Equal(want) {
+		t.Errorf("clock = %v, want %v", got, want)
 	}
 }
 

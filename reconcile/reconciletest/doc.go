@@ -23,6 +23,12 @@
 //     reads objects older than its own writes, as under load in production.
 //   - [ReconcileCounter] counts a reconciler's runs per object, under a
 //     running manager too.
+//   - [RecordVersions] records every version of some objects the API
+//     server stores, in resourceVersion order, and
+//     [Versions.ConditionTrueOnlyWhen] checks each version of a parent that
+//     says a condition True against its child as stored just before it:
+//     "never Ready while the Deployment was not available at its
+//     generation", of every version, not only the last one read.
 //
 // Its subpackage testenv starts a real control plane (envtest) and runs a
 // controller under a manager whose requests and reconciles are all

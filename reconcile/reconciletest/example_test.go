@@ -108,15 +108,15 @@ func (w *waiter) Reconcile(context.Context, reconcile.Request) (reconcile.Result
 	return reconcile.Result{}, nil
 }
 
-// WithClock lets Converge step the fake clock the reconciler reads, so a
+// StepClock lets Converge step the fake clock the reconciler reads, so a
 // reconciler that waits for a time converges without sleeping.
-func ExampleWithClock() {
+func ExampleStepClock() {
 	start := time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC)
 	clk := testingclock.NewFakeClock(start)
 	r := &waiter{clock: clk, at: start.Add(90 * time.Minute)}
 
 	rep := reconciletest.Converge(exampleT{}, r, reconcile.Request{},
-		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.WithClock(clk))
+		reconciletest.WithCounter(&reconciletest.Counter{}), reconciletest.StepClock(clk))
 	fmt.Println("runs:", rep.Runs)
 	fmt.Println("clock:", clk.Now().Format(time.Kitchen))
 	// Output:
@@ -237,7 +237,7 @@ func ExampleCacheDelay() {
 	clk := testingclock.NewFakeClock(time.Date(2026, 1, 1, 9, 0, 0, 0, time.UTC))
 	delay := &reconciletest.CacheDelay{Delay: time.Minute, Clock: clk}
 	server := watch.NewFake() // stands for the API server's watch
-	lw := delay.WrapListerWatcher(&toolscache.ListWatch{
+	lw := delay.ListerWatcher(&toolscache.ListWatch{
 		ListFunc:  func(metav1.ListOptions) (runtime.Object, error) { return &corev1.ConfigMapList{}, nil },
 		WatchFunc: func(metav1.ListOptions) (watch.Interface, error) { return server, nil },
 	})

@@ -17,7 +17,7 @@ import (
 // so that the replica holding that range caches the Pod.
 func ExampleLabel() {
 	m := shard.NewMember(fake.NewClientset().CoordinationV1(), "widgets-controller")
-	m.Ranges = 4
+	m.RangeCount = 4
 	owner := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "owner", UID: "6f1b1d2e-0c8a-4b9e-9a53-2d6a2b8f4c11"}}
 	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "owner-run"}}
 	if err := follow.Label(m, owner, pod); err != nil {
@@ -32,8 +32,8 @@ func ExampleLabel() {
 // and their Pods; the manager gets it through ctrl.Options{Cache: opts}.
 func ExampleCacheOptions() {
 	m := shard.NewMember(fake.NewClientset().CoordinationV1(), "widgets-controller")
-	m.Namespace, m.Name, m.Ranges = "widgets-system", "widgets", 8
-	opts, err := follow.CacheOptions(m, cache.Options{}, follow.Kinds{
+	m.Namespace, m.Name, m.RangeCount = "widgets-system", "widgets", 8
+	opts, err := follow.CacheOptions(cache.Options{}, m, follow.Kinds{
 		Objects:  []client.Object{&corev1.ConfigMap{}}, // the controller's own kind (its For)
 		Children: []client.Object{&corev1.Pod{}},       // what it creates, labelled with follow.Label
 	})

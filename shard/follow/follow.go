@@ -35,7 +35,13 @@ import (
 // (a child, such as the Pod of an At) with its owner's range, "<i>-of-<n>"
 // ([Label]): a replica's cache lists and watches, by label selector, only
 // the children of the ranges it holds ([CacheOptions]).
-const RangeLabel = "shard.reconcilekit.dev/range"
+//
+// A child labelled by v0.4.0 carries its range under
+// shard.reconcilekit.dev/range alone, which no cache selects by: v0.5.x
+// labelled children under both keys, and a child that lacks this one is
+// in no range until it gets it (label it again with Label and patch it,
+// or add the key by hand).
+const RangeLabel = "shard.reconcilekit.io/range"
 
 // Holder is what a cache follows: the ranges one replica holds, as a
 // shard.Member holds them through Leases.
@@ -59,8 +65,8 @@ type Kinds struct {
 	// Objects are split by the hash of their own UID: the kind the
 	// controller reconciles (its For).
 	Objects []client.Object
-	// Children are split by their owner's range, read from [RangeLabel]:
-	// the kinds the controller creates and owns (its Owns), each labelled
+	// Children are split by their owner's range, read from the range
+	// label ([RangeLabel]): the kinds the controller creates and owns (its Owns), each labelled
 	// with [Label] when it is created. A child without the label is in no
 	// range, and no replica caches it.
 	Children []client.Object
@@ -92,11 +98,11 @@ func Label(h Holder, owner, child client.Object) error {
 
 func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strconv.Itoa(n) }
 
-// CacheOptions returns opts with the informers of k's kinds following the
+// CacheOptions returns base with the informers of k's kinds following the
 // ranges h holds: in a cache built from them (a manager's, through
 // ctrl.Options.Cache), each lists and watches only the objects of those
 // ranges (the ShardSelector of the ranges for Objects, a label selector on
-// [RangeLabel] for Children), and follows them as they change: when h
+// the range label for Children), and follows them as they change: when h
 // acquires a range, the range's objects are listed and added (the
 // controller hears of each, as of a new object) and the watch goes on with
 // the new selection; when h has released or lost one, its objects leave
@@ -106,7 +112,7 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // range being given up stays cached until its work has drained. Other
 // informers are left alone.
 //
-//	opts, err := follow.CacheOptions(member, cache.Options{}, follow.Kinds{
+//	opts, err := follow.CacheOptions(cache.Options{}, member, follow.Kinds{
 //		Objects:  []client.Object{&v1.Widget{}},
 //		Children: []client.Object{&corev1.Pod{}},
 //	})
@@ -131,14 +137,14 @@ func rangeLabelValue(i, n int) string { return strconv.Itoa(i) + "-of-" + strcon
 // Until h holds a range its informers hold nothing, so the cache syncs at
 // once. The number of objects each holds is the gauge
 // reconcilekit_shard_cached_objects, by group and kind.
-func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) {
+func CacheOptions(base cache.Options, h Holder, k Kinds) (cache.Options, error) {
 	n := len(h.Holdings())
 	split, err := ranges.Split(n)
 	if err != nil {
-		return opts, err
+		return base, err
 	}
 	if len(k.Objects)+len(k.Children) == 0 {
-		return opts, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
+		return base, errors.New("shard: no kinds to follow: name the objects (and children) whose informers follow the ranges held")
 	}
 	specs := map[kind.Key]*followSpec{}
 	add := func(obj client.Object, child bool) (kind.Key, *followSpec, error) {
@@ -154,14 +160,14 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 	}
 	for _, obj := range k.Objects {
 		if _, _, err := add(obj, false); err != nil {
-			return opts, err
+			return base, err
 		}
 	}
-	byObject := maps.Clone(opts.ByObject)
+	byObject := maps.Clone(base.ByObject)
 	for _, obj := range k.Children {
 		key, spec, err := add(obj, true)
 		if err != nil {
-			return opts, err
+			return base, err
 		}
 		// controller-runtime's informers set a kind's label selector on
 		// every list and watch, over ours: the range's requirement goes in
@@ -176,12 +182,12 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 		}
 		for ns, c := range entry.Namespaces {
 			if c.LabelSelector != nil {
-				return opts, fmt.Errorf("shard: %T has a label selector for namespace %q: a child kind's ranges need a label selector of their own", obj, ns)
+				return base, fmt.Errorf("shard: %T has a label selector for namespace %q: a child kind's ranges need a label selector of their own", obj, ns)
 			}
 		}
 		spec.extra = entry.Label
 		if spec.extra == nil {
-			spec.extra = opts.DefaultLabelSelector
+			spec.extra = base.DefaultLabelSelector
 		}
 		entry.Label = rangeSelector{spec}
 		if byObject == nil {
@@ -189,12 +195,12 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 		}
 		byObject[at] = entry
 	}
-	opts.ByObject = byObject
-	next := opts.NewInformer
+	base.ByObject = byObject
+	next := base.NewInformer
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer
 	}
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	base.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		key, err := kind.Of(obj)
 		spec := specs[key]
 		if err != nil || spec == nil {
@@ -203,7 +209,7 @@ func CacheOptions(h Holder, opts cache.Options, k Kinds) (cache.Options, error) 
 		fl := &follower{followSpec: spec, inner: lw, lw: toolscache.ToListerWatcherWithContext(lw), example: obj, known: map[string]known{}}
 		return &followedInformer{SharedIndexInformer: next(fl, obj, resync, indexers), f: fl}
 	}
-	return opts, nil
+	return base, nil
 }
 
 // holdings is, by range index, a holding of the range, or 0 for none.
@@ -960,7 +966,8 @@ func (f *follower) leaving(removed []bool, rv string) []runtime.Object {
 		obj.SetUID(o.uid)
 		obj.SetResourceVersion(rv)
 		if f.child {
-			obj.SetLabels(map[string]string{RangeLabel: rangeLabelValue(o.i, len(f.ranges))})
+			v := rangeLabelValue(o.i, len(f.ranges))
+			obj.SetLabels(map[string]string{RangeLabel: v})
 		}
 		out = append(out, gone)
 	}

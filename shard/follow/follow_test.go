@@ -149,7 +149,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	ns := e.Namespace(t)
 	const group = "widgets"
 	labeler := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
-	labeler.Ranges = testRanges
+	labeler.RangeCount = testRanges
 
 	// Widgets, each with a labelled ConfigMap, and one ConfigMap without
 	// the label; the cache's own selector (app=widgets) keeps out a
@@ -188,12 +188,12 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 	start := func(name string) {
 		t.Helper()
 		m, stopMember := shardtest.StartMember(t, cs.CoordinationV1(), ns, group, name, testRanges, shardtest.Short)
-		opts, err := follow.CacheOptions(m, cache.Options{
+		opts, err := follow.CacheOptions(cache.Options{
 			Scheme:            e.Scheme,
 			DefaultTransform:  rewriteInPlace,
 			DefaultNamespaces: map[string]cache.Config{ns: {}},
 			ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: app}},
-		}, follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
+		}, m, follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -312,7 +312,7 @@ func testCachesFollow(t *testing.T, s server, watchList bool) {
 func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 	pod := &corev1.Pod{}
 	nsLabel, _ := labels.Parse("a=b")
-	holding := func(n int) *shard.Member { m := shard.NewMember(nil, shardtest.FieldOwner); m.Ranges = n; return m }
+	holding := func(n int) *shard.Member { m := shard.NewMember(nil, shardtest.FieldOwner); m.RangeCount = n; return m }
 	for _, tc := range []struct {
 		name string
 		m    *shard.Member
@@ -328,7 +328,7 @@ func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 			follow.Kinds{Children: []client.Object{pod}}, "namespace"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := follow.CacheOptions(tc.m, tc.opts, tc.k)
+			_, err := follow.CacheOptions(tc.opts, tc.m, tc.k)
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("CacheOptions: %v; want an error saying %q", err, tc.want)
 			}
@@ -344,7 +344,10 @@ func TestFollowRefusesWhatItCannotDo(t *testing.T) {
 		t.Fatal(err)
 	}
 	i, _ := ranges.Of(owner, 4)
-	if want := map[string]string{"keep": "me", follow.RangeLabel: fmt.Sprintf("%d-of-4", i)}; !cmp.Equal(child.Labels, want) {
+	// RangeLabel alone, the key followers select by; the child's other
+	// labels kept.
+	v := fmt.Sprintf("%d-of-4", i)
+	if want := map[string]string{"keep": "me", follow.RangeLabel: v}; !cmp.Equal(child.Labels, want) {
 		t.Errorf("labels after Label: %v; want %v", child.Labels, want)
 	}
 	if err := follow.Label(holding(0), owner, child); err == nil {

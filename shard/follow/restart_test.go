@@ -102,7 +102,7 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 		t.Fatal(err)
 	}
 	labeler := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
-	labeler.Ranges = testRanges
+	labeler.RangeCount = testRanges
 
 	type replica struct {
 		m      *shard.Member
@@ -114,9 +114,9 @@ func testRestarts(t *testing.T, assets string, gated, watchList bool, outage tim
 	for i := range 3 {
 		name := fmt.Sprintf("r%d", i)
 		m := shard.NewMember(cs.CoordinationV1(), shardtest.FieldOwner)
-		m.Namespace, m.Name, m.Identity, m.Ranges = ns, "widgets", name, testRanges
+		m.Namespace, m.Name, m.Identity, m.RangeCount = ns, "widgets", name, testRanges
 		m.LeaseDuration, m.RenewDeadline, m.RetryPeriod, m.DrainTimeout = lease[0], lease[1], lease[2], time.Second
-		opts, err := follow.CacheOptions(m, cache.Options{Scheme: e.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}},
+		opts, err := follow.CacheOptions(cache.Options{Scheme: e.Scheme, DefaultNamespaces: map[string]cache.Config{ns: {}}}, m,
 			follow.Kinds{Objects: []client.Object{&testapi.Widget{}}, Children: []client.Object{&corev1.ConfigMap{}}})
 		if err != nil {
 			t.Fatal(err)

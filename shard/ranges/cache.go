@@ -16,7 +16,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/shard/internal/kind"
 )
 
-// CacheOptions returns opts with its NewInformer wrapped, so that the
+// CacheOptions returns base with its NewInformer wrapped, so that the
 // informers of the kinds of objs, in a cache built from them (a manager's,
 // through ctrl.Options.Cache), list and watch with rs's ShardSelector
 // ([ListerWatcher]): on a server that honours it, the cache holds, and
@@ -38,32 +38,32 @@ import (
 // refuses an empty rs (a list with no selector returns every object) and
 // an empty objs (sharding every kind, Namespaces and Nodes included, is
 // never what a controller means).
-func CacheOptions(opts cache.Options, rs Set, objs ...client.Object) (cache.Options, error) {
+func CacheOptions(base cache.Options, rs Set, objs ...client.Object) (cache.Options, error) {
 	if len(rs) == 0 {
-		return opts, errors.New("shard: no ranges to cache: an informer without a ShardSelector would list every object")
+		return base, errors.New("shard: no ranges to cache: an informer without a ShardSelector would list every object")
 	}
 	if len(objs) == 0 {
-		return opts, errors.New("shard: no objects: name the kinds whose informers list and watch by range")
+		return base, errors.New("shard: no objects: name the kinds whose informers list and watch by range")
 	}
 	kinds := make(map[kind.Key]bool, len(objs))
 	for _, obj := range objs {
 		k, err := kind.Of(obj)
 		if err != nil {
-			return opts, err
+			return base, err
 		}
 		kinds[k] = true
 	}
-	next := opts.NewInformer
+	next := base.NewInformer
 	if next == nil {
 		next = toolscache.NewSharedIndexInformer
 	}
-	opts.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+	base.NewInformer = func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
 		if k, err := kind.Of(obj); err == nil && kinds[k] {
 			lw = ListerWatcher(lw, rs)
 		}
 		return next(lw, obj, resync, indexers)
 	}
-	return opts, nil
+	return base, nil
 }
 
 // ListerWatcher returns a ListerWatcher that sends rs's [Set.Selector]

@@ -27,6 +27,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/internal/gobuild"
 	"github.com/reconcilekit/reconcilekit/internal/procs"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
@@ -332,7 +333,7 @@ func between(reqs []bench.AuditRequest, from, to time.Time) []bench.AuditRequest
 	return out
 }
 
-// binaries are the controllers, built once per test.
+// binaries are the controllers' executables (see buildBinaries).
 type binaries struct {
 	classic, handwritten, at, bare string
 	// atPprof says how the At binary serves pprof: "flag" (it has
@@ -371,18 +372,15 @@ func init() {
 }
 `
 
-// buildBinaries builds the controllers without -race (they are measured,
-// as they would run in production) into the test's temporary directory.
-// With profiling, an At binary that lacks --pprof-bind-address is built
-// with pprofOverlay.
+// buildBinaries returns the controllers, built without -race (they are
+// measured, as they would run in production), from the go build cache:
+// linked once, not once per test (see gobuild.Executable). With
+// profiling, an At binary that lacks --pprof-bind-address is built with
+// pprofOverlay into the test's temporary directory.
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
-	dir := tb.TempDir()
-	b := binaries{classic: filepath.Join(dir, "classic"), handwritten: filepath.Join(dir, "handwritten"), at: filepath.Join(dir, "at"), bare: filepath.Join(dir, "bare")}
-	goBuild(tb, b.classic, classicPackage)
-	goBuild(tb, b.handwritten, handwrittenPackage)
-	goBuild(tb, b.bare, barePackage)
-	goBuild(tb, b.at, atPackage)
+	b := binaries{classic: executable(tb, classicPackage), handwritten: executable(tb, handwrittenPackage),
+		at: executable(tb, atPackage), bare: executable(tb, barePackage)}
 	if !profiling {
 		return b
 	}
@@ -395,6 +393,7 @@ func buildBinaries(tb testing.TB, profiling bool) binaries {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	dir := tb.TempDir()
 	file := filepath.Join(dir, "zz_bench_pprof.go")
 	if err := os.WriteFile(file, []byte(pprofOverlay), 0o600); err != nil {
 		tb.Fatal(err)
@@ -409,17 +408,26 @@ func buildBinaries(tb testing.TB, profiling bool) binaries {
 	if err := os.WriteFile(ov, overlay, 0o600); err != nil {
 		tb.Fatal(err)
 	}
+	b.at = filepath.Join(dir, "at")
 	goBuild(tb, b.at, atPackage, "-overlay", ov)
 	b.atPprof = "overlay"
 	return b
 }
 
-// buildAt builds the At operator's binary alone, as buildBinaries does.
+// buildAt returns the At operator's binary alone, as buildBinaries does.
 func buildAt(tb testing.TB) binaries {
 	tb.Helper()
-	b := binaries{at: filepath.Join(tb.TempDir(), "at")}
-	goBuild(tb, b.at, atPackage)
-	return b
+	return binaries{at: executable(tb, atPackage)}
+}
+
+// executable returns the path of pkg's executable, built without -race.
+func executable(tb testing.TB, pkg string) string {
+	tb.Helper()
+	path, err := gobuild.Executable(context.Background(), tb.TempDir(), pkg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return path
 }
 
 func goBuild(tb testing.TB, out, pkg string, flags ...string) {

@@ -27,6 +27,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/errors"
 	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/health"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 )
@@ -58,6 +59,11 @@ var _ reconcile.Object = (*webv1.Website)(nil)
 // WebsiteReconciler holds what the Website's logic needs. Its Loop is the
 // reconciler.
 type WebsiteReconciler struct {
+	// Client is guarded by a freshness.Tracker (main.go builds the manager
+	// with ctrl.Options{NewClient: tracker.NewClient}): no read returns a
+	// copy older than this process's own last write of it. The Loop uses
+	// it as it is, and converge reads the Deployment through it, so the
+	// Deployment's health is never that of a copy from before its write.
 	client.Client
 	Scheme *runtime.Scheme
 	// Directory is the namespace of the DNS records.
@@ -65,9 +71,6 @@ type WebsiteReconciler struct {
 	// Recorder records an event when a Website becomes Ready, and
 	// warnings. Nil records none.
 	Recorder events.EventRecorder
-	// Children says the Deployments' health, never from a cached copy
-	// older than converge's last write. Its zero value is ready to use.
-	Children health.Tracker
 }
 
 // +kubebuilder:rbac:groups=embedding.reconcilekit.dev,resources=websites,verbs=get;list;watch;update;patch
@@ -80,6 +83,9 @@ type WebsiteReconciler struct {
 // Loop returns the Website's reconciler: a reconcile.Loop around converge,
 // with the DNS record's cleanup as its finalizer.
 func (r *WebsiteReconciler) Loop() (*reconcile.Loop[*webv1.Website], error) {
+	if freshness.TrackerOf(r.Client) == nil {
+		return nil, errors.New("step6: the client is not guarded by a freshness.Tracker")
+	}
 	finalizers := &finalizer.Registry[*webv1.Website]{}
 	if err := finalizers.Register(RecordFinalizer, finalizer.Func[*webv1.Website](r.deleteRecord)); err != nil {
 		return nil, err
@@ -104,9 +110,10 @@ func (r *WebsiteReconciler) converge(ctx context.Context, site *webv1.Website) (
 	if _, err := children.Ensure(ctx, desiredRecord(site, r.Directory), drift.Replaces(ReplacedManager)); err != nil {
 		return reconcile.Progress{}, fmt.Errorf("dns record: %w", err)
 	}
-	// Ensure left the Deployment as the server returned it: its health
-	// says whether it is available at the generation just written.
-	h, err := r.Children.Summarize(deployment)
+	// Ensure left the Deployment as the server returned it or as the
+	// guarded client read it, never older than converge's last write: its
+	// health says whether it is available at the generation written.
+	h, err := health.Of(deployment)
 	if err != nil {
 		return reconcile.Progress{}, err
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/errors"
 	webv1 "github.com/reconcilekit/reconcilekit/examples/embedding/api/v1"
 	"github.com/reconcilekit/reconcilekit/finalizer"
+	"github.com/reconcilekit/reconcilekit/freshness"
 	"github.com/reconcilekit/reconcilekit/health"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 )
@@ -59,6 +60,11 @@ var _ reconcile.Object = (*webv1.Website)(nil)
 // WebsiteReconciler holds what the Website's logic needs. Its Loop is the
 // reconciler.
 type WebsiteReconciler struct {
+	// Client is guarded by a freshness.Tracker (main.go builds the manager
+	// with ctrl.Options{NewClient: tracker.NewClient}): no read returns a
+	// copy older than this process's own last write of it. The Loop uses
+	// it as it is, and the set reads the children through it, so the
+	// Deployment's health is never that of a copy from before its write.
 	client.Client
 	Scheme *runtime.Scheme
 	// Directory is the namespace of the DNS records.
@@ -81,6 +87,9 @@ type WebsiteReconciler struct {
 // Loop returns the Website's reconciler: a reconcile.Loop around converge,
 // with the children's cleanup as its finalizer.
 func (r *WebsiteReconciler) Loop() (*reconcile.Loop[*webv1.Website], error) {
+	if freshness.TrackerOf(r.Client) == nil {
+		return nil, errors.New("step7: the client is not guarded by a freshness.Tracker")
+	}
 	r.children = applyset.New(r.Client, FieldOwner)
 	r.children.Replaces = []string{ReplacedManager}
 	r.children.Recorder = r.Recorder
@@ -107,8 +116,9 @@ func (r *WebsiteReconciler) converge(ctx context.Context, site *webv1.Website) (
 	if err != nil {
 		return reconcile.Progress{}, err
 	}
-	// The set's health is its children's: the Deployment available at the
-	// generation just written, nothing waiting.
+	// The set's health is its children's, each as the server returned it
+	// or as the guarded client read it: the Deployment available at the
+	// generation written, nothing waiting.
 	return reconcile.Progress{Reason: "Deployed", Message: "serving " + site.Spec.Hostname}.WithChildren(res.Health()), nil
 }
 

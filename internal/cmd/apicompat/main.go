@@ -2,7 +2,8 @@
 // compares the exported API of every library package at the last release
 // (the last line of .ci/releases) with the working tree, with apidiff, and
 // fails when an incompatible change is not named under "## [Unreleased]"
-// in CHANGELOG.md's "### Changed" or "### Removed" (docs/releasing.md).
+// in CHANGELOG.md's "### Changed" or "### Removed" (docs/releasing.md);
+// since v1.0.0, on any incompatible change.
 //
 //	go run ./internal/cmd/apicompat            # the check
 //	go run ./internal/cmd/apicompat -v         # the check, listing every change
@@ -74,7 +75,11 @@ func run(ctx context.Context, w io.Writer, root, oldRev, newRev string, verbose 
 		list(w, res.Changes)
 	}
 	if len(res.Unnamed) == 0 {
-		fmt.Fprintf(w, "apicompat: %s -> working tree: %d incompatible changes, each named under [Unreleased] in CHANGELOG.md; %d compatible\n", rel, incompatible, compatible)
+		if apicompat.Stable(res.Release) {
+			fmt.Fprintf(w, "apicompat: %s -> working tree: no incompatible change (none may land before a v2); %d compatible\n", rel, compatible)
+		} else {
+			fmt.Fprintf(w, "apicompat: %s -> working tree: %d incompatible changes, each named under [Unreleased] in CHANGELOG.md; %d compatible\n", rel, incompatible, compatible)
+		}
 		// What the release's users wrote, as its own examples stand for
 		// it, must build without an edit: a moved name keeps an alias.
 		if err := check.Runner.OldExamples(ctx, root, res.Release.Commit); err != nil {
@@ -84,6 +89,14 @@ func run(ctx context.Context, w io.Writer, root, oldRev, newRev string, verbose 
 		}
 		fmt.Fprintf(w, "apicompat: the examples of %s (the At operator, the embedding guide, the kubebuilder scaffold, with their tests) build against the working tree\n", res.Release.Version)
 		return 0, nil
+	}
+	if apicompat.Stable(res.Release) {
+		fmt.Fprintf(w, "apicompat: %d incompatible changes since %s; from v1.0.0 on none may land, named or not (each would need a v2, module path .../v2):\n", incompatible, rel)
+		for _, c := range res.Unnamed {
+			fmt.Fprintf(w, "  %s\n", c)
+		}
+		fmt.Fprintln(w, "Keep the old name working instead: a // Deprecated: note naming its successor, kept until v2 (docs/releasing.md).")
+		return 1, nil
 	}
 	fmt.Fprintf(w, "apicompat: %d of the %d incompatible changes since %s are not named under \"## [Unreleased]\", \"### %s\" of CHANGELOG.md:\n",
 		len(res.Unnamed), incompatible, rel, strings.Join(apicompat.NamingKinds, "\" or \"### "))

@@ -11,7 +11,8 @@ import (
 // TestRun runs the command as make test does, on the synthetic module whose
 // work tree breaks its release: it exits 1 and names each unnamed change;
 // with the changes named under Unreleased it exits 0; without the release
-// commit it exits 2 and says why; -old lists the changes and checks nothing.
+// commit it exits 2 and says why; -old lists the changes and checks nothing;
+// once the release is v1.0.0 or later, named breaking changes fail too.
 func TestRun(t *testing.T) {
 	t.Setenv("TMPDIR", t.TempDir()) // the release's tree is unpacked there
 	r := apicompattest.NewRepo(t)
@@ -72,6 +73,28 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("since v1.0.0 a breaking change fails though named", func(t *testing.T) {
+		stable := r.Release
+		stable.Version = "v1.0.0"
+		r.WriteReleases(t, stable)
+		defer r.WriteReleases(t, r.Release)
+		r.WriteChangelog(t, "### Changed\n\n| before | after | migration |\n|---|---|---|\n| `widget.Make(name)` | `widget.Make(name, size)` | pass a size |\n\n"+
+			"### Removed\n\n| before | after | migration |\n|---|---|---|\n| `widget.Box.Open`, `widget.Box.Label`, `gone` | – | |\n")
+		var out bytes.Buffer
+		code, err := run(t.Context(), &out, r.Dir, "", "", false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range []string{"4 incompatible changes since v1.0.0", "from v1.0.0 on none may land", "widget.Make: changed from", "package example.com/widget/gone: removed"} {
+			if !strings.Contains(out.String(), w) {
+				t.Errorf("output lacks %q:\n%s", w, &out)
+			}
+		}
+		if code != 1 {
+			t.Errorf("exit code %d, want 1\n%s", code, &out)
+		}
+	})
 
 	t.Run("the release commit missing", func(t *testing.T) {
 		missing := r.Release

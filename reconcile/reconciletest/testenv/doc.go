@@ -17,7 +17,7 @@
 //     every reconcile is counted per object in [Manager.Reconciles];
 //   - waits with a clear timeout message, naming what was awaited and the
 //     object as last seen ([Env.WaitFor], [Env.WaitForCondition],
-//     [Manager.WaitConverged]);
+//     [Env.WaitGone] for a deletion, [Manager.WaitConverged]);
 //   - a cache that lags on purpose ([ManagerOptions.CacheDelay]), so a
 //     test sees the stale reads production sees under load;
 //   - on request, the controllers of a cluster beside the API server:

@@ -90,10 +90,10 @@ func (e *Env) NewManager(opts ManagerOptions) (*Manager, error) {
 		o.Cache.SyncPeriod = ptr.To(opts.SyncPeriod)
 	}
 	if opts.CacheDelay != nil {
-		if err := opts.CacheDelay.Validate(); err != nil {
+		var err error
+		if o.Cache, err = opts.CacheDelay.CacheOptions(o.Cache); err != nil {
 			return nil, fmt.Errorf("testenv: new manager: %w", err)
 		}
-		o.Cache = opts.CacheDelay.WrapCacheOptions(o.Cache)
 	}
 	if opts.LeaderElection {
 		o.LeaderElection = true
@@ -164,14 +164,14 @@ func (m *Manager) Run(t testing.TB) {
 // error then says what was awaited and shows the object as last seen.
 func (m *Manager) WaitConverged(ctx context.Context, obj client.Object, what string, met func() bool) error {
 	running := 0
-	err := m.env.wait(ctx, m.GetCache(), obj, what, func() bool {
+	err := m.env.wait(ctx, m.GetCache(), obj, what, found(func() bool {
 		running = 0
 		if !met() {
 			return false
 		}
 		running = m.Reconciles.Running()
 		return running == 0
-	})
+	}))
 	if err != nil && running > 0 {
 		return fmt.Errorf("%w\n(%d reconcile(s) still running)", err, running)
 	}

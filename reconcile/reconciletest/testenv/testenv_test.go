@@ -364,6 +364,67 @@ func TestWaitForSaysWhatItWaitedForAndWhatItSaw(t *testing.T) {
 	}
 }
 
+// TestWaitGoneWaitsUntilTheObjectIsGone: WaitFor's condition never runs
+// on an absent object, so a deleted one never meets it; WaitGone returns
+// once the object is gone, not while a finalizer holds it (its error shows
+// the finalizer), and takes an object created again under the same name
+// for another one when it knows the first one's UID.
+func TestWaitGoneWaitsUntilTheObjectIsGone(t *testing.T) {
+	t.Parallel()
+	ctx, ns := t.Context(), env.Namespace(t)
+	c := env.Client(t)
+	const finalizer = "example.com/hold"
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held", Finalizers: []string{finalizer}}}
+	if err := c.Create(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Delete(ctx, cm); err != nil {
+		t.Fatal(err)
+	}
+	short := func() context.Context {
+		ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+		t.Cleanup(cancel)
+		return ctx
+	}
+
+	err := env.WaitGone(short(), cm.DeepCopy())
+	var we *testenv.WaitError
+	if !errors.As(err, &we) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("held by a finalizer: err = %v, want a *WaitError wrapping context.DeadlineExceeded", err)
+	}
+	for _, part := range []string{`waiting for ConfigMap "` + ns + `/held" to be gone`, "deletionTimestamp:", finalizer} {
+		if !strings.Contains(err.Error(), part) {
+			t.Errorf("error lacks %q:\n%v", part, err)
+		}
+	}
+
+	patch := client.MergeFrom(cm.DeepCopy())
+	cm.Finalizers = nil
+	if err := c.Patch(ctx, cm, patch); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitGone(ctx, cm.DeepCopy()); err != nil {
+		t.Fatalf("with its finalizer removed: %v", err)
+	}
+	ran := false
+	err = env.WaitFor(short(), cm.DeepCopy(), "anything", func() bool { ran = true; return true })
+	if !errors.Is(err, context.DeadlineExceeded) || ran || !strings.Contains(err.Error(), "(not found)") {
+		t.Errorf("WaitFor on a deleted object: err = %v, condition ran: %v; want a timeout showing it not found, the condition never run", err, ran)
+	}
+
+	again := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"}}
+	if err := c.Create(ctx, again); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitGone(ctx, cm.DeepCopy()); err != nil {
+		t.Errorf("the first object (its UID known), with another created under its name: %v", err)
+	}
+	byName := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "held"}}
+	if err := env.WaitGone(short(), byName); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("an object of that name exists, no UID given: err = %v, want a timeout", err)
+	}
+}
+
 // TestWaitForConditionNeedsTheCurrentGeneration: a condition observed at an
 // older generation does not count; once observed at the current one, the
 // wait returns.

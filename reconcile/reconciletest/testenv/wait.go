@@ -31,6 +31,11 @@ const (
 //	w := &v1.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "w"}}
 //	err := env.WaitFor(ctx, w, "status.phase Done", func() bool { return w.Status.Phase == "Done" })
 //
+// met runs only after a read that found the object: while it is absent
+// (not created yet, or deleted) the wait goes on, and a deleted object
+// never meets a condition. To wait until an object is gone, use
+// [Env.WaitGone].
+//
 // The wait ends with ctx, or after [Options.WaitTimeout] when ctx has no
 // deadline; the error then says what was awaited, for how long, and shows
 // the object as last seen (or that it was never found), and wraps
@@ -39,7 +44,36 @@ func (e *Env) WaitFor(ctx context.Context, obj client.Object, what string, met f
 	if e == nil || e.reader == nil {
 		return errors.New("testenv: WaitFor on an Env that is not running")
 	}
-	return e.wait(ctx, e.reader, obj, what, met)
+	return e.wait(ctx, e.reader, obj, what, found(met))
+}
+
+// WaitGone waits until obj, read from the API server (not a cache), is gone:
+// a read finds no object of its namespace and name, or, when obj has a UID
+// (as it has once created or read), finds another object of the same name,
+// created again after obj was deleted. An object that is being deleted is
+// not gone while a finalizer holds it; the error of a wait that ends first
+// shows it as last seen, its deletionTimestamp and finalizers included.
+//
+//	if err := c.Delete(ctx, w); err != nil { ... }
+//	if err := env.WaitGone(ctx, w); err != nil {
+//		t.Fatal(err) // says which finalizer still held it
+//	}
+//
+// obj receives each read. The wait ends as [Env.WaitFor]'s does.
+func (e *Env) WaitGone(ctx context.Context, obj client.Object) error {
+	if e == nil || e.reader == nil {
+		return errors.New("testenv: WaitGone on an Env that is not running")
+	}
+	uid := obj.GetUID()
+	return e.wait(ctx, e.reader, obj, "gone", func(err error) bool {
+		return apierrors.IsNotFound(err) || err == nil && uid != "" && obj.GetUID() != uid
+	})
+}
+
+// found is the condition of a wait that met decides once the object is
+// read.
+func found(met func() bool) func(error) bool {
+	return func(err error) bool { return err == nil && met() }
 }
 
 // WaitForCondition waits until obj has the condition type with the status
@@ -75,8 +109,9 @@ func HasCondition(obj client.Object, conditionType string, status metav1.Conditi
 	return false
 }
 
-// wait reads obj through r until met holds.
-func (e *Env) wait(ctx context.Context, r client.Reader, obj client.Object, what string, met func() bool) error {
+// wait reads obj through r until done holds of the read's error (nil when
+// it found the object, which obj then holds).
+func (e *Env) wait(ctx context.Context, r client.Reader, obj client.Object, what string, done func(error) bool) error {
 	timeout := e.waitTimeout
 	if _, ok := ctx.Deadline(); ok {
 		timeout = 0
@@ -103,11 +138,11 @@ func (e *Env) wait(ctx context.Context, r client.Reader, obj client.Object, what
 		cancel()
 		if err == nil {
 			last, lastErr = obj.DeepCopyObject().(client.Object), nil
-			if met() {
-				return nil
-			}
 		} else {
 			last, lastErr = nil, err
+		}
+		if done(err) {
+			return nil
 		}
 		select {
 		case <-tick.C:

@@ -206,7 +206,7 @@ const FieldOwner = "widgets-controller"
 func StartMember(t *testing.T, leases coordinationv1client.LeasesGetter, ns, name, id string, n int, tm Timings) (m *shard.Member, stop func()) {
 	t.Helper()
 	m = shard.NewMember(leases, FieldOwner)
-	m.Namespace, m.Name, m.Identity, m.Ranges = ns, name, id, n
+	m.Namespace, m.Name, m.Identity, m.RangeCount = ns, name, id, n
 	m.LeaseDuration, m.RenewDeadline, m.RetryPeriod, m.DrainTimeout = tm.Lease, tm.Renew, tm.Retry, time.Minute
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -227,7 +227,7 @@ func StartMember(t *testing.T, leases coordinationv1client.LeasesGetter, ns, nam
 func WaitBalanced(t *testing.T, limit time.Duration, ms ...*shard.Member) time.Duration {
 	t.Helper()
 	start := time.Now()
-	n := ms[0].Ranges
+	n := ms[0].RangeCount
 	share := (n + len(ms) - 1) / len(ms)
 	var last string
 	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, limit, true, func(context.Context) (bool, error) {

@@ -124,7 +124,7 @@ type Options struct {
 	// Shard, when set, shares the Ats among the replicas that run the
 	// controller: this one reconciles only the Ats of the ranges the Member
 	// holds ([shard.Guard]), never acts on an At of a range it is giving
-	// up, and labels each Pod with its At's range ([shard.Member.Label]).
+	// up, and labels each Pod with its At's range ([follow.Label]).
 	// Add the Member to the manager too (mgr.Add), build the manager's
 	// cache with [CacheOptions] so that it holds only the Ats of those
 	// ranges and their Pods, and turn the manager's leader election off:
@@ -252,7 +252,7 @@ func DietCacheOptions(base cache.Options) (cache.Options, error) {
 		byObject[&atv1.At{}] = cache.ByObject{Transform: ats}
 	}
 	base.ByObject = byObject
-	return diet.CacheOptions(Name, base)
+	return diet.CacheOptions(base, Name)
 }
 
 // then returns a transform running first, when there is one, and then
@@ -277,16 +277,16 @@ func then(first, second toolscache.TransformFunc) toolscache.TransformFunc {
 // their At's range when the controller creates them). Pass the same m as
 // Options.Shard:
 //
-//	copts, err := controller.CacheOptions(member, cache.Options{})
+//	copts, err := controller.CacheOptions(cache.Options{}, member)
 //	mgr, err := ctrl.NewManager(cfg, ctrl.Options{Cache: copts})
-func CacheOptions(m *shard.Member, base cache.Options) (cache.Options, error) {
+func CacheOptions(base cache.Options, m *shard.Member) (cache.Options, error) {
 	byObject := maps.Clone(base.ByObject)
 	if byObject == nil {
 		byObject = map[client.Object]cache.ByObject{}
 	}
 	maps.Copy(byObject, CacheByObject())
 	base.ByObject = byObject
-	return follow.CacheOptions(m, base, follow.Kinds{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
+	return follow.CacheOptions(base, m, follow.Kinds{Objects: []client.Object{&atv1.At{}}, Children: []client.Object{&corev1.Pod{}}})
 }
 
 // SetupWithManager registers the At controller: it watches Ats and the Pods
@@ -384,7 +384,14 @@ func (r *AtReconciler) sync(ctx context.Context, at *atv1.At) (reconcile.Progres
 	w := drift.NewWriter(r.client, Name)
 	// A Pod the cache keeps in part (DietCacheOptions) is compared whole.
 	w.APIReader = r.apiReader
-	outcome, err := w.Ensure(ctx, pod, drift.Owner(at))
+	opts := []drift.Option{drift.Owner(at)}
+	if r.shard != nil {
+		// A patch of a Pod that exists carries the resourceVersion read: if
+		// this replica lost the At's range after the read, the server
+		// refuses it rather than apply it over the new holder's write.
+		opts = append(opts, drift.OptimisticLock())
+	}
+	outcome, err := w.Ensure(ctx, pod, opts...)
 	if apierrors.IsAlreadyExists(err) && r.shard != nil {
 		// Not in this replica's cache, yet there: a Pod created before the
 		// controller ran sharded, without the label.
@@ -446,7 +453,7 @@ func (r *AtReconciler) adoptPod(ctx context.Context, at *atv1.At, key client.Obj
 	if err := follow.Label(r.shard, at, labelled); err != nil {
 		return err
 	}
-	if labelled.Labels[follow.RangeLabel] == pod.Labels[follow.RangeLabel] {
+	if maps.Equal(labelled.Labels, pod.Labels) {
 		return nil
 	}
 	// Locked, so that a replica that lost the range after its read labels

@@ -31,6 +31,7 @@ import (
 	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	atv1 "github.com/reconcilekit/reconcilekit/examples/at/api/v1alpha1"
+	"github.com/reconcilekit/reconcilekit/internal/gobuild"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 )
 
@@ -140,23 +141,19 @@ func serviceAccountKubeconfig(t *testing.T, namespace string) (string, client.Cl
 	return path, c
 }
 
-// buildOperator builds the operator binary, with -race when the tests run
-// with it, into the test's temporary directory.
+// buildOperator returns the operator binary, built with -race when the
+// tests run with it, from the go build cache: linked once, not once per
+// test (see gobuild.Executable).
 func buildOperator(t *testing.T) string {
 	t.Helper()
 	env.Require(t)
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Fatalf("building the operator needs the go command: %v", err)
-	}
-	bin := filepath.Join(t.TempDir(), "at")
-	args := []string{"build", "-o", bin}
+	var flags []string
 	if raceEnabled {
-		args = append(args, "-race")
+		flags = append(flags, "-race")
 	}
-	cmd := exec.CommandContext(t.Context(), goTool, append(args, operatorPackage)...)
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	bin, err := gobuild.Executable(t.Context(), t.TempDir(), operatorPackage, flags...)
+	if err != nil {
+		t.Fatalf("building the operator: %v", err)
 	}
 	return bin
 }

@@ -86,14 +86,14 @@ func waitHolders(t *testing.T, cs kubernetes.Interface, ok func(holders map[stri
 	t.Helper()
 	var holders map[string]string
 	err := wait.PollUntilContextTimeout(t.Context(), 200*time.Millisecond, 4*testLeaseDuration, true, func(ctx context.Context) (bool, error) {
-		leases, err := cs.CoordinationV1().Leases(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "shard.reconcilekit.dev/group=at"})
+		leases, err := cs.CoordinationV1().Leases(operatorNamespace).List(ctx, metav1.ListOptions{LabelSelector: "shard.reconcilekit.io/group=at"})
 		if err != nil {
 			return false, err
 		}
 		holders = map[string]string{}
 		ids := map[string]bool{}
 		for _, l := range leases.Items {
-			if l.Labels["shard.reconcilekit.dev/member"] == "true" || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
+			if l.Labels["shard.reconcilekit.io/member"] == "true" || l.Spec.HolderIdentity == nil || *l.Spec.HolderIdentity == "" {
 				continue
 			}
 			holders[l.Name] = *l.Spec.HolderIdentity

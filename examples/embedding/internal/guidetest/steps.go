@@ -12,6 +12,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step5"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step6"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step7"
+	"github.com/reconcilekit/reconcilekit/freshness"
 )
 
 // Steps are the guide's steps in order, each wired as its main.go would
@@ -70,7 +71,11 @@ var Steps = []Step{{
 	Adopts:        "`health`",
 	RecordsEvents: true,
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
-		r := &step6.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
+		// main.go builds the manager with ctrl.Options{NewClient:
+		// tracker.NewClient}; testenv built this one, so the Tracker
+		// guards its client here, with its cache's informers alike.
+		tracker := &freshness.Tracker{Informers: mgr.GetCache()}
+		r := &step6.WebsiteReconciler{Client: tracker.Wrap(mgr.GetClient()), Scheme: mgr.GetScheme(), Directory: directory,
 			Recorder: mgr.GetEventRecorder("website")}
 		loop, err := r.Loop()
 		if err != nil {
@@ -83,7 +88,9 @@ var Steps = []Step{{
 	Adopts:        "`applyset`",
 	RecordsEvents: true,
 	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
-		r := &step7.WebsiteReconciler{Client: mgr.GetClient(), Scheme: mgr.GetScheme(), Directory: directory,
+		// As step6: the Tracker guards the client testenv built.
+		tracker := &freshness.Tracker{Informers: mgr.GetCache()}
+		r := &step7.WebsiteReconciler{Client: tracker.Wrap(mgr.GetClient()), Scheme: mgr.GetScheme(), Directory: directory,
 			Recorder: mgr.GetEventRecorder("website")}
 		loop, err := r.Loop()
 		if err != nil {

@@ -31,7 +31,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/drift"
@@ -58,21 +57,22 @@ const (
 
 // ManagerOptions returns opts with what the operator needs of its manager's
 // cache and client: Secrets are watched metadata-only (the controller
-// watches them with WatchesMetadata) with managedFields stripped, so the
-// process does not hold the data of every Secret of the cluster; and the
-// client reads Secrets from the API server, so that a drift.Writer reads a
-// copy with its managedFields (whose entries say whether a Secret is ours)
-// without starting an informer that caches every Secret.
-func ManagerOptions(opts ctrl.Options) ctrl.Options {
-	if opts.Cache.ByObject == nil {
-		opts.Cache.ByObject = map[client.Object]cache.ByObject{}
+// watches them with WatchesMetadata) and cached without managedFields
+// (track.CacheOptions), so the process does not hold the data of every
+// Secret of the cluster; and the client reads Secrets from the API server,
+// so that a drift.Writer reads a copy with its managedFields (whose entries
+// say whether a Secret is ours) without starting an informer that caches
+// every Secret.
+func ManagerOptions(opts ctrl.Options) (ctrl.Options, error) {
+	var err error
+	if opts.Cache, err = track.CacheOptions(opts.Cache, &corev1.Secret{}); err != nil {
+		return opts, err
 	}
-	opts.Cache.ByObject[&corev1.Secret{}] = cache.ByObject{Transform: cache.TransformStripManagedFields()}
 	if opts.Client.Cache == nil {
 		opts.Client.Cache = &client.CacheOptions{}
 	}
 	opts.Client.Cache.DisableFor = append(opts.Client.Cache.DisableFor, &corev1.Secret{})
-	return opts
+	return opts, nil
 }
 
 // Reconciler copies the Secrets of SecretMirrors. Build it with [New].

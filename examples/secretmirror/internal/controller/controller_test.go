@@ -45,7 +45,10 @@ type world struct {
 func newWorld(t *testing.T, syncPeriod time.Duration) *world {
 	t.Helper()
 	w := &world{src: env.Namespace(t), a: env.Namespace(t), b: env.Namespace(t), c: env.Client(t)}
-	opts := controller.ManagerOptions(manager.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{w.src: {}, w.a: {}, w.b: {}}}})
+	opts, err := controller.ManagerOptions(manager.Options{Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{w.src: {}, w.a: {}, w.b: {}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
 	mgr, err := env.NewManager(testenv.ManagerOptions{SyncPeriod: syncPeriod, Options: opts})
 	if err != nil {
 		t.Fatal(err)
@@ -124,8 +127,8 @@ func TestAMirrorFollowsItsSource(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled, _ := status.FindCondition(m, status.TypeStalled)
-	if want := fmt.Sprintf("Secret %q not found", w.src+"/creds"); stalled.Reason != track.ReasonNotFound || stalled.Message != want {
-		t.Errorf("without a source: Stalled %s %q; want %s %q", stalled.Reason, stalled.Message, track.ReasonNotFound, want)
+	if want := fmt.Sprintf("Secret %q not found", w.src+"/creds"); stalled.Reason != track.ReasonReferenceNotFound || stalled.Message != want {
+		t.Errorf("without a source: Stalled %s %q; want %s %q", stalled.Reason, stalled.Message, track.ReasonReferenceNotFound, want)
 	}
 
 	source := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: w.src, Name: "creds"}, Data: map[string][]byte{"password": []byte("one")}}
@@ -215,8 +218,8 @@ func TestAMirrorLeavesAForeignSecretAlone(t *testing.T) {
 		t.Fatal(err)
 	}
 	stalled, _ := status.FindCondition(m, status.TypeStalled)
-	if want := fmt.Sprintf("Secret %q exists and is not ours", w.a+"/creds"); stalled.Reason != drift.ReasonForeign || !strings.Contains(stalled.Message, want) {
-		t.Errorf("Stalled %s %q; want %s naming the Secret (%q)", stalled.Reason, stalled.Message, drift.ReasonForeign, want)
+	if want := fmt.Sprintf("Secret %q exists and is not ours", w.a+"/creds"); stalled.Reason != drift.ReasonForeignObject || !strings.Contains(stalled.Message, want) {
+		t.Errorf("Stalled %s %q; want %s naming the Secret (%q)", stalled.Reason, stalled.Message, drift.ReasonForeignObject, want)
 	}
 	if want := []string{w.b}; !slices.Equal(want, m.Status.Copies) {
 		t.Errorf("status.copies %v; want %v", m.Status.Copies, want)

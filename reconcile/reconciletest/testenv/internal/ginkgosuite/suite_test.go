@@ -87,14 +87,10 @@ func startWidgetLoop(t testing.TB, ns string) *testenv.Manager {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop := &reconcile.Loop[*testapi.Widget]{
-		Client:     mgr.GetClient(),
-		FieldOwner: "widget-controller",
-		Sync: func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-			w.Status.Phase = "Said " + w.Spec.Message
-			return reconcile.Progress{Reason: "Said"}, nil
-		},
-	}
+	loop := reconcile.New(mgr.GetClient(), "widget-controller", func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
+		w.Status.Phase = "Said " + w.Spec.Message
+		return reconcile.Progress{Reason: "Said"}, nil
+	})
 	if err := ctrl.NewControllerManagedBy(mgr).For(&testapi.Widget{}).Named("widget-" + ns).Complete(mgr.Reconciler(loop)); err != nil {
 		t.Fatal(err)
 	}
