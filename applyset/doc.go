@@ -133,6 +133,26 @@
 // deleted by the garbage collector with its parent: delete the set from a
 // finalizer with Apply(ctx, parent, nil), which prunes every member.
 //
+// # What it remembers
+//
+// A Set keeps nothing per child between calls: the members are on the API
+// server, in their label and the parent's annotations. It remembers one
+// thing per parent, and only while a child of the parent waits for its
+// kind to be installed: the parent's namespace and name and the API groups
+// it waits for, so that a CustomResourceDefinition's event wakes it
+// ([Set.EnqueueWaiting]). A parent is forgotten
+//
+//   - when an Apply finds it waits for nothing (the kind is installed, the
+//     child left the set, or a finalizer's Apply(ctx, parent, nil));
+//   - when it is found gone ([Set.Forget]): a reconcile.Loop calls the
+//     function in its Gone field when it finds its object gone, so give
+//     it loop.Gone = set.Forget; a reconciler of its own calls Forget where
+//     its Get finds the parent gone. A parent deleted while the process did
+//     not watch it (no delete event came) is found gone by the reconcile
+//     the next event of a CustomResourceDefinition of its group wakes;
+//   - past [Set].MaxWaiting parents ([DefaultMaxWaiting], 10,000), an
+//     arbitrary one, which then waits for its next resync instead.
+//
 // The package writes no status: Result.Health goes to the parent's
 // conditions (reconcile.Progress.WithChildren, health.Mark).
 package applyset

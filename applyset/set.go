@@ -66,7 +66,8 @@ var ErrInvalidSet = errors.New("applyset: invalid set")
 // Its exported fields are optional, and their zero values work. A Set is
 // safe for concurrent use; share one per controller: it remembers which of
 // the controller's parents wait for a kind to be installed
-// ([Set.EnqueueWaiting]).
+// ([Set.EnqueueWaiting]) until they no longer wait or are gone
+// ([Set.Forget]), at most MaxWaiting of them.
 type Set struct {
 	// Recorder records a DriftCorrected event on the parent when a write
 	// puts back what another field manager changed ([ReasonDriftCorrected]),
@@ -97,7 +98,9 @@ type Set struct {
 	Tooling string
 	// MaxWaiting bounds how many parents are remembered as waiting for a
 	// kind to be installed ([Set.EnqueueWaiting]); beyond it, an arbitrary
-	// one is forgotten, and wakes up with its next resync instead. Zero:
+	// one is forgotten, and wakes up with its next resync instead. A
+	// parent is forgotten before that when an Apply finds it waits for
+	// nothing, or when it is found gone ([Set.Forget]). Zero:
 	// [DefaultMaxWaiting].
 	MaxWaiting int
 

@@ -23,8 +23,7 @@ import (
 // waitIndex remembers which parents wait for a kind of which API group to
 // be installed, so that a CustomResourceDefinition's event wakes exactly
 // them. A parent is forgotten when an Apply finds it waits for nothing,
-// and beyond the bound (a parent deleted while it waited, whose reconcile
-// no longer calls Apply, goes then).
+// when it is found gone (Set.Forget), and beyond the bound.
 type waitIndex struct {
 	mu       sync.Mutex
 	byGroup  map[string]map[types.NamespacedName]struct{}
@@ -85,6 +84,21 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 	}
 }
 
+// forget forgets parent.
+func (w *waitIndex) forget(parent types.NamespacedName) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.forgetLocked(parent)
+}
+
+// waits reports whether parent is remembered as waiting for group.
+func (w *waitIndex) waits(parent types.NamespacedName, group string) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	_, ok := w.byGroup[group][parent]
+	return ok
+}
+
 func (w *waitIndex) forgetLocked(parent types.NamespacedName) {
 	for _, g := range w.byParent[parent] {
 		delete(w.byGroup[g], parent)
@@ -130,15 +144,16 @@ var discoveryLag = []time.Duration{time.Second, 5 * time.Second, 15 * time.Secon
 //		WatchesMetadata(&apiextensionsv1.CustomResourceDefinition{}, set.EnqueueWaiting())
 //
 // It enqueues only the parents this Set saw waiting for a kind of the
-// group, at once and again 1, 5 and 15 seconds later (by the Set's Clock):
-// the API server's discovery serves a new kind a moment after its CRD is
-// Established, with no event of its own, and a reconcile in that moment
-// still finds the kind missing. A parent already due for a wake-up gets no
-// second one; one that no longer waits costs a reconcile that sends
-// nothing. A parent is
-// remembered until an Apply finds it waits for nothing (or MaxWaiting
-// parents are remembered). No parent waits on a timer otherwise: without
-// this watch, a parent waiting for a kind wakes at its next resync.
+// group, at once and again 1, 5 and 15 seconds later (by the Set's Clock)
+// while they still wait for it: the API server's discovery serves a new
+// kind a moment after its CRD is Established, with no event of its own,
+// and a reconcile in that moment still finds the kind missing. A parent
+// already due for a wake-up gets no second one; one whose Apply found the
+// kind installed, or that was found gone ([Set.Forget]), is not woken
+// again. A parent is remembered until an Apply finds it waits for nothing,
+// until it is found gone, or while MaxWaiting parents are remembered. No
+// parent waits on a timer otherwise: without this watch, a parent waiting
+// for a kind wakes at its next resync.
 func (s *Set) EnqueueWaiting() handler.EventHandler {
 	return waitingHandler{s}
 }
@@ -188,10 +203,28 @@ func (h waitingHandler) wake(crd client.Object, q workqueue.TypedRateLimitingInt
 				t := h.s.clock().NewTimer(d - waited)
 				<-t.C()
 				waited = d
+				if !h.s.waiting.waits(p, group) {
+					return // its kind is there, or it is gone
+				}
 				q.Add(req)
 			}
 		}()
 	}
+}
+
+// Forget forgets that parent waits for a kind to be installed: call it
+// when the parent is found gone, so that what the Set remembers follows
+// the parents that exist. reconcile.Loop calls it when it finds its object
+// gone, given as the Loop's Gone (loop.Gone = set.Forget); a reconciler of
+// its own calls it where its Get of the parent finds nothing. A parent
+// deleted while the process did not watch (its delete event never came)
+// is forgotten the same way: the next event of a CustomResourceDefinition
+// of the group it waits for wakes it ([Set.EnqueueWaiting]), and that
+// reconcile finds it gone. A parent whose finalizer calls Apply with no
+// children is forgotten by that Apply. Forget of a parent the Set does not
+// remember does nothing.
+func (s *Set) Forget(parent types.NamespacedName) {
+	s.waiting.forget(parent)
 }
 
 // notInstalled reports whether err says the API server serves no such

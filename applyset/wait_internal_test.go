@@ -92,3 +92,52 @@ func TestEnqueueWaitingWakesAgainAfterDiscoveryLag(t *testing.T) {
 		t.Errorf("after the last wake-up: waiters %v, %d requests queued; the burst scheduled its wake-ups more than once", clk.HasWaiters(), q.Len())
 	}
 }
+
+// TestAForgottenParentIsNotWokenAgain proves the wake-ups after the
+// discovery lag go only to a parent that still waits for the group: one
+// found gone after the first wake-up (Forget) gets none, and one whose
+// Apply found the kind installed gets none either; their timers end.
+func TestAForgottenParentIsNotWokenAgain(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		forget func(s *Set, p types.NamespacedName)
+	}{
+		{"gone", func(s *Set, p types.NamespacedName) { s.Forget(p) }},
+		{"waits for nothing", func(s *Set, p types.NamespacedName) { s.waiting.set(p, nil, 10) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(time.Unix(0, 0))
+			s := New(nil, "test")
+			s.Clock = clk
+			p := types.NamespacedName{Namespace: "ns", Name: "app"}
+			s.waiting.set(p, []string{"monitoring.coreos.com"}, 10)
+			q := workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[reconcile.Request]())
+			defer q.ShutDown()
+			crd := &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Name: "servicemonitors.monitoring.coreos.com"}}
+			s.EnqueueWaiting().Create(context.Background(), event.CreateEvent{Object: crd}, q)
+			if q.Len() != 1 {
+				t.Fatalf("the event queued %d requests, want the parent's", q.Len())
+			}
+			r, _ := q.Get()
+			q.Done(r)
+			tc.forget(s, p)
+			for !clk.HasWaiters() {
+				time.Sleep(time.Millisecond)
+			}
+			clk.Step(time.Second)
+			// The timer goroutine ends without adding, and marks the
+			// parent's wake-ups done (the next event schedules them anew);
+			// one that wakes the parent again queues it instead.
+			ended := false
+			for deadline := time.Now().Add(10 * time.Second); q.Len() == 0 && time.Now().Before(deadline); {
+				if ended = s.waiting.schedule(p); ended {
+					break
+				}
+				time.Sleep(time.Millisecond)
+			}
+			if q.Len() != 0 || !ended {
+				t.Errorf("after the lag: %d requests queued, its wake-ups ended %v; want none queued, and ended", q.Len(), ended)
+			}
+		})
+	}
+}

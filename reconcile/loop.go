@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -105,7 +106,7 @@ func (e Events) String() string {
 // objects of type T needs, around the one step that is the user's own:
 //
 //  1. Fetch the object; gone means done, with no error (and what it read
-//     through References is forgotten).
+//     through References is forgotten, and Gone is told).
 //  2. Being deleted: run the [finalizer.Registry] (cleanups in their fixed
 //     order, each finalizer removed when its cleanup succeeded), and stop.
 //  3. Suspended by its users ([suspend.Requested]: the annotation
@@ -223,6 +224,13 @@ type Loop[T Object] struct {
 	// Sync opens and closes its own record (References.For(key), then
 	// Done). Nil: nothing to forget.
 	References *track.Tracker
+	// Gone is called with the key of the object when a reconcile finds it
+	// gone (deleted, however and whenever it went, or no longer in the
+	// cache), after References forgets it: give it what remembers
+	// something per object outside the Loop, so that memory follows the
+	// live objects, such as an applyset.Set's parents waiting for a kind
+	// (loop.Gone = set.Forget, applyset.Set.Forget). Nil: nothing is told.
+	Gone func(key types.NamespacedName)
 
 	// base reads the object and writes finalizers and status: the client
 	// given to New.
@@ -387,6 +395,9 @@ func (l *Loop[T]) Reconcile(ctx context.Context, req crreconcile.Request) (ctrl.
 	if err != nil {
 		if apierrors.IsNotFound(err) {
 			l.References.Forget(req.NamespacedName)
+			if l.Gone != nil {
+				l.Gone(req.NamespacedName)
+			}
 			return ctrl.Result{}, nil
 		}
 		return policy.Decide(ctx, req, ctrl.Result{}, fmt.Errorf("get %s: %w", req.NamespacedName, err)).Return()

@@ -92,12 +92,15 @@ func New(c client.Client) *Reconciler {
 // +kubebuilder:rbac:groups=apiextensions.k8s.io,resources=customresourcedefinitions,verbs=get;list;watch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
-// Loop returns the WebApp's reconciler: a reconcile.Loop around converge.
+// Loop returns the WebApp's reconciler: a reconcile.Loop around converge,
+// which tells the Set when a WebApp is gone, so that the Set forgets it if
+// it was waiting for the ServiceMonitor kind.
 func (r *Reconciler) Loop() (*reconcile.Loop[*webappv1.WebApp], error) {
 	r.Set.Recorder = r.Recorder
 	loop := reconcile.New(r.client, FieldOwner, r.converge)
 	loop.Recorder = r.Recorder
 	loop.Policy = r.Policy
+	loop.Gone = r.Set.Forget
 	return loop, loop.Validate()
 }
 
