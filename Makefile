@@ -7,7 +7,8 @@ GO ?= go
 CONTROLLER_GEN := $(GO) run sigs.k8s.io/controller-tools/cmd/controller-gen@v0.23.0
 GENERATED := internal/testapi examples/at/api examples/at/config/crd examples/at/config/rbac/role.yaml \
 	examples/embedding/api examples/embedding/config/crd \
-	examples/secretmirror/api examples/secretmirror/config/crd examples/secretmirror/config/rbac/role.yaml
+	examples/secretmirror/api examples/secretmirror/config/crd examples/secretmirror/config/rbac/role.yaml \
+	examples/webapp/api examples/webapp/config/crd examples/webapp/config/rbac/role.yaml
 
 # ENVTEST_ASSETS prints the directory holding kube-apiserver and etcd,
 # building them from the Go module proxy into the user cache the first time
@@ -169,13 +170,15 @@ assets: ## Build (or find) the envtest binaries (those make test needs) and prin
 
 .PHONY: generate
 generate: ## Regenerate deepcopy code, CRD manifests and the example operators' RBAC roles from the Go sources.
-	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/... paths=./examples/embedding/api/... paths=./examples/secretmirror/api/...
+	$(CONTROLLER_GEN) object paths=./internal/testapi/... paths=./examples/at/api/... paths=./examples/embedding/api/... paths=./examples/secretmirror/api/... paths=./examples/webapp/api/...
 	$(CONTROLLER_GEN) crd paths=./internal/testapi/... output:crd:artifacts:config=internal/testapi/crd
 	$(CONTROLLER_GEN) crd paths=./examples/at/api/... output:crd:artifacts:config=examples/at/config/crd
 	$(CONTROLLER_GEN) crd paths=./examples/embedding/api/... output:crd:artifacts:config=examples/embedding/config/crd
 	$(CONTROLLER_GEN) rbac:roleName=at-manager-role paths=./examples/at/internal/controller/... output:rbac:artifacts:config=examples/at/config/rbac
 	$(CONTROLLER_GEN) crd paths=./examples/secretmirror/api/... output:crd:artifacts:config=examples/secretmirror/config/crd
 	$(CONTROLLER_GEN) rbac:roleName=secretmirror-manager-role paths=./examples/secretmirror/internal/controller/... output:rbac:artifacts:config=examples/secretmirror/config/rbac
+	$(CONTROLLER_GEN) crd paths=./examples/webapp/api/... output:crd:artifacts:config=examples/webapp/config/crd
+	$(CONTROLLER_GEN) rbac:roleName=webapp-manager-role paths=./examples/webapp/internal/controller/... output:rbac:artifacts:config=examples/webapp/config/rbac
 
 .PHONY: verify-generate
 verify-generate: generate ## Fail when committed generated files are out of date.
@@ -192,6 +195,11 @@ verify-generate: generate ## Fail when committed generated files are out of date
 docs: ## Measure the embedding guide's steps on envtest and rewrite its table.
 	@assets="$$($(ENVTEST_ASSETS) $(CONTROLLER_ASSETS))"; \
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -run '^TestGuideTable$$' ./examples/embedding/ -args -update
+
+.PHONY: compare-flux
+compare-flux: ## Measure an applyset.Set against Flux's ssa.ResourceManager on one set of 100 children (a module of its own).
+	@assets="$$($(ENVTEST_ASSETS))"; \
+	cd applyset/internal/fluxcompare && KUBEBUILDER_ASSETS="$$assets" $(GO) test -count=1 -v -run TestSetAgainstFluxResourceManager ./...
 
 .PHONY: help
 help:

@@ -17,7 +17,8 @@
 //     code migrating from it; [Writer.EnsureApplied] uses server-side apply
 //     and also skips the request when nothing drifted, and
 //     [Writer.EnsureApplyConfiguration] does the same with a generated
-//     apply configuration (see "Apply configurations").
+//     apply configuration (see "Apply configurations"). [Writer.Plan] says
+//     what Ensure would do, and sends no write.
 //   - The comparison is [compare.Diff]'s: only what desired sets, server
 //     defaults and other writers' fields left alone, list elements matched
 //     by key, and what the field owner wrote before and desired no longer

@@ -28,8 +28,11 @@ var (
 
 // observeEnsure counts one call of Ensure or its variants: its operation
 // when it succeeded or a hot loop held its write back (failures are counted
-// by requeue.Policy, by class).
+// by requeue.Policy, by class). A Plan counts nothing.
 func observeEnsure(c client.Client, obj client.Object, out Outcome, err error) {
+	if _, plan := c.(planClient); plan {
+		return // a plan is not a write (Writer.Plan)
+	}
 	held := errors.Is(err, ErrHotLoop)
 	if err != nil && !held {
 		return

@@ -109,7 +109,7 @@ func (e Events) String() string {
 //  1. Fetch the object; gone means done, with no error, and what the Loop
 //     remembers of it is forgotten: what it read through References, its
 //     failures in the Policy, and its events in a Recorder that forgets
-//     (recorder.Recorder).
+//     (recorder.Recorder); and Gone is told.
 //  2. Being deleted: run the [finalizer.Registry] (cleanups in their fixed
 //     order, each finalizer removed when its cleanup succeeded), and stop.
 //  3. Suspended by its users ([suspend.Requested]: the annotation
@@ -236,6 +236,14 @@ type Loop[T Object] struct {
 	// Nil, or a Tracer without a TracerProvider, traces nothing and costs
 	// nothing.
 	Tracer *tracing.Tracer
+
+	// Gone is called with the key of the object when a reconcile finds it
+	// gone (deleted, however and whenever it went, or no longer in the
+	// cache), after References forgets it: give it what remembers
+	// something per object outside the Loop, so that memory follows the
+	// live objects, such as an applyset.Set's parents waiting for a kind
+	// (loop.Gone = set.Forget, applyset.Set.Forget). Nil: nothing is told.
+	Gone func(key types.NamespacedName)
 
 	// base reads the object and writes finalizers and status: the client
 	// given to New.
@@ -466,6 +474,9 @@ func (l *Loop[T]) forget(policy *requeue.Policy, req crreconcile.Request) {
 	policy.Forget(req)
 	if f, ok := l.Recorder.(forgetter); ok {
 		f.Forget(req.NamespacedName)
+	}
+	if l.Gone != nil {
+		l.Gone(req.NamespacedName)
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
@@ -244,6 +245,32 @@ func TestLoopRunsFinalizersOnDeleteAndLetsTheObjectGo(t *testing.T) {
 	// Gone: the next reconcile is a no-op without error.
 	if res, err := f.loop.Reconcile(t.Context(), req); err != nil || !res.IsZero() {
 		t.Errorf("reconcile of a gone object = %+v, %v; want done", res, err)
+	}
+}
+
+// TestLoopTellsGoneOnlyWhenItsObjectIsGone: the Loop's Gone is called with
+// the object's key by a reconcile that finds the object gone, and by no
+// other: not while it exists, not while its finalizers run.
+func TestLoopTellsGoneOnlyWhenItsObjectIsGone(t *testing.T) {
+	f, c := newLoopFixture(t)
+	var gone []types.NamespacedName
+	f.loop.Gone = func(key types.NamespacedName) { gone = append(gone, key) }
+	req := createWidget(t, c, env.Namespace(t), "bye")
+	reconciletest.Converge(t, f.loop, req, reconciletest.WithCounter(&f.counter))
+	if err := c.Delete(t.Context(), getWidget(t, c, req)); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.loop.Reconcile(t.Context(), req); err != nil { // the finalizer's cleanup
+		t.Fatal(err)
+	}
+	if len(gone) != 0 {
+		t.Fatalf("Gone was told %v while the object existed", gone)
+	}
+	if _, err := f.loop.Reconcile(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]types.NamespacedName{req.NamespacedName}, gone); diff != "" {
+		t.Errorf("Gone was told (-want +got):\n%s", diff)
 	}
 }
 

@@ -10,6 +10,7 @@
 //	step4       + drift.Writer
 //	step5       as a reconcile.Loop, with reconcile.Predicate
 //	step6       + health: Ready only when the Deployment is available
+//	step7       + applyset: the children as one set
 //	children    step 5's Website with an owned ConfigMap and Service
 //
 // Each step is a package of its own with its own tests on envtest. The

@@ -38,6 +38,7 @@ var libraries = []string{
 	"freshness",
 	"health",
 	"track",
+	"applyset",
 	"recorder",
 	"tracing",
 	"shard/ranges",

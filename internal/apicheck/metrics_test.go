@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	// Every library package, so that each registers its metrics.
+	_ "github.com/reconcilekit/reconcilekit/applyset"
 	_ "github.com/reconcilekit/reconcilekit/drift"
 	_ "github.com/reconcilekit/reconcilekit/errors"
 	_ "github.com/reconcilekit/reconcilekit/finalizer"

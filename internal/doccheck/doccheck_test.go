@@ -44,6 +44,7 @@ var libraries = map[string]string{
 	"freshness":     "freshness",
 	"health":        "health",
 	"track":         "track",
+	"applyset":      "applyset",
 	"recorder":      "recorder",
 	"tracing":       "tracing",
 	"shard":         "shard",

@@ -1,4 +1,4 @@
-// Package step6 is the last step of the embedding guide
+// Package step6 is the sixth step of the embedding guide
 // (docs/embedding.md): the Loop of step5, Ready only when the Deployment it
 // created is. converge reports the Deployment's health (package health) in
 // its Progress: Reconciling while it rolls out, Stalled, naming it, when it

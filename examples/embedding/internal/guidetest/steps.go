@@ -11,6 +11,7 @@ import (
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step4"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step5"
 	"github.com/reconcilekit/reconcilekit/examples/embedding/step6"
+	"github.com/reconcilekit/reconcilekit/examples/embedding/step7"
 	"github.com/reconcilekit/reconcilekit/freshness"
 )
 
@@ -75,6 +76,21 @@ var Steps = []Step{{
 		// guards its client here, with its cache's informers alike.
 		tracker := &freshness.Tracker{Informers: mgr.GetCache()}
 		r := &step6.WebsiteReconciler{Client: tracker.Wrap(mgr.GetClient()), Scheme: mgr.GetScheme(), Directory: directory,
+			Recorder: mgr.GetEventRecorder("website")}
+		loop, err := r.Loop()
+		if err != nil {
+			return err
+		}
+		return r.Watches(mgr).Complete(wrap(loop))
+	},
+}, {
+	Package:       "step7",
+	Adopts:        "`applyset`",
+	RecordsEvents: true,
+	Wire: func(mgr ctrl.Manager, directory string, wrap func(reconcile.Reconciler) reconcile.Reconciler) error {
+		// As step6: the Tracker guards the client testenv built.
+		tracker := &freshness.Tracker{Informers: mgr.GetCache()}
+		r := &step7.WebsiteReconciler{Client: tracker.Wrap(mgr.GetClient()), Scheme: mgr.GetScheme(), Directory: directory,
 			Recorder: mgr.GetEventRecorder("website")}
 		loop, err := r.Loop()
 		if err != nil {
