@@ -716,7 +716,7 @@ func soakSection(res soakResult) string {
 			}
 			return fmt.Sprintf("all %d DONE, the last %s after the API servers were back", pn.n, o.after.Round(time.Second))
 		}
-		fmt.Fprintf(&b, "After the outage: reconcilekit %s; hand-written %s. A Pod created while the controller's\n"+
+		fmt.Fprintf(&b, "After the outage: reconcilekit %s;\nhand-written %s. A Pod created while the controller's\n"+
 			"watch was down reaches its cache only when the informer lists again (the watch's resourceVersion expired\n"+
 			"with the restart; client-go's backoff, grown during the outage, puts that list up to a minute after the\n"+
 			"restart), as a create event of a Pod already finished: the library's At wakes its At on it, the hand-written\n"+
