@@ -575,8 +575,18 @@ func startTrackerOn(tb testing.TB, wc client.WithWatch, ns string) *tracker {
 // DONE.
 func (tr *tracker) waitDone(tb testing.TB, n int, timeout time.Duration) time.Time {
 	tb.Helper()
-	var last time.Time
-	err := wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	last, _, err := tr.doneWithin(n, timeout)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return last
+}
+
+// doneWithin waits until n Ats are DONE and returns when the last became
+// DONE; after timeout, it returns how many were DONE and an error that
+// lists the Ats and Pods of the namespace.
+func (tr *tracker) doneWithin(n int, timeout time.Duration) (last time.Time, done int, err error) {
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
 		tr.mu.Lock()
 		defer tr.mu.Unlock()
 		if len(tr.done) < n {
@@ -589,13 +599,13 @@ func (tr *tracker) waitDone(tb testing.TB, n int, timeout time.Duration) time.Ti
 		}
 		return true, nil
 	})
+	tr.mu.Lock()
+	done = len(tr.done)
+	tr.mu.Unlock()
 	if err != nil {
-		tr.mu.Lock()
-		got := len(tr.done)
-		tr.mu.Unlock()
-		tb.Fatalf("%d of %d Ats DONE after %s\n%s", got, n, timeout, tr.describe())
+		return last, done, fmt.Errorf("%d of %d Ats DONE after %s\n%s", done, n, timeout, tr.describe())
 	}
-	return last
+	return last, done, nil
 }
 
 // describe lists the Ats and Pods of the tracker's namespace, for a test

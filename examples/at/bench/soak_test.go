@@ -93,6 +93,10 @@ type soakWave struct {
 	// the controller during the wave; took how long the wave took.
 	eventWrites int
 	took        time.Duration
+	// done is how many of the wave's Ats were seen DONE, and lastDone
+	// when the last of them was.
+	done     int
+	lastDone time.Time
 }
 
 // soakSide is one controller of the soak and its plane.
@@ -113,9 +117,14 @@ type outageSample struct {
 
 // soakOutcome is what the outage wave showed of one controller: how it
 // stood just before the API servers stopped (the samples during the
-// outage follow). That nothing was lost or doubled the wave checks itself.
+// outage follow), how many of its Ats ended DONE, and, when all did, how
+// long after the API servers were back the last did. That nothing was
+// doubled the wave checks itself; that nothing was lost too, for the
+// library's At (see soakSide.wave).
 type soakOutcome struct {
 	before soakSample
+	done   int
+	after  time.Duration
 }
 
 // soakResult is the soak of both controllers.
@@ -339,7 +348,18 @@ func (s *soakSide) wave(tb testing.TB, w int, pn soakPlan, during func()) soakWa
 		during()
 	}
 	timeout := 5*time.Minute + time.Duration(pn.n)*100*time.Millisecond + pn.outage
-	tr.waitDone(tb, pn.n, timeout)
+	lastDone, done, err := tr.doneWithin(pn.n, timeout)
+	switch {
+	case err == nil:
+	case during != nil && s.kind != libraryAt:
+		// The outage wave measures whether each controller converges
+		// after the outage: the hand-written At's not converging is a
+		// finding the report states (see soakSection), not a failure of
+		// the soak, which would hide how the library's At fared.
+		tb.Logf("%s, after the outage: %v", s.kind, err)
+	default:
+		tb.Fatalf("%s: %v", s.kind, err)
+	}
 	deleteStart := time.Now()
 	deleteEach(tb, s.pl.admin, ats)
 	tr.waitGone(tb, timeout)
@@ -350,7 +370,7 @@ func (s *soakSide) wave(tb testing.TB, w int, pn soakPlan, during func()) soakWa
 	s.checkOnePodEach(tb, kl, ats)
 	deletePods(context.Background(), tb, s.pl, ns)
 	s.tail.waitQuiet(tb, deleteStart, quietPeriod, time.Minute)
-	out := soakWave{wave: w, soakSample: s.sample(tb), took: time.Since(start)}
+	out := soakWave{wave: w, soakSample: s.sample(tb), took: time.Since(start), done: done, lastDone: lastDone}
 	for _, r := range between(s.tail.read(tb), start, time.Now()) {
 		if r.Resource == "events" && r.Write() && r.Accepted() {
 			out.eventWrites++
@@ -499,10 +519,11 @@ func runOutageWave(tb testing.TB, sides []*soakSide, pn soakPlan, res *soakResul
 	tb.Helper()
 	w := len(res.waves[soakKinds[0]]) + 1
 	var (
-		mu      sync.Mutex
-		samples []outageSample
-		before  = map[kind]soakSample{}
-		stopped time.Time
+		mu        sync.Mutex
+		samples   []outageSample
+		before    = map[kind]soakSample{}
+		stopped   time.Time
+		restarted time.Time
 	)
 	// Every side's Ats created, then both servers stop together.
 	created := make(chan struct{}, len(sides))
@@ -549,7 +570,8 @@ func runOutageWave(tb testing.TB, sides []*soakSide, pn soakPlan, res *soakResul
 				tb.Error(err)
 			}
 		}
-		tb.Logf("soak: both API servers started again after %s", time.Since(stopped).Round(time.Second))
+		restarted = time.Now()
+		tb.Logf("soak: both API servers started again after %s", restarted.Sub(stopped).Round(time.Second))
 		close(resume)
 	}()
 	waves := eachSide(tb, sides, func(s *soakSide) soakWave {
@@ -560,7 +582,11 @@ func runOutageWave(tb testing.TB, sides []*soakSide, pn soakPlan, res *soakResul
 	})
 	for i, s := range sides {
 		res.outageWave[s.kind] = waves[i]
-		res.outageOutcomes[s.kind] = soakOutcome{before: before[s.kind]}
+		o := soakOutcome{before: before[s.kind], done: waves[i].done}
+		if o.done == pn.n {
+			o.after = waves[i].lastDone.Sub(restarted)
+		}
+		res.outageOutcomes[s.kind] = o
 	}
 	mu.Lock()
 	defer mu.Unlock()
@@ -681,8 +707,20 @@ func soakSection(res soakResult) string {
 		fmt.Fprintf(&b, "\n**The outage.** One more wave: %d Ats per controller, due 30 s after their creation; once created, both\n"+
 			"kube-apiservers stopped for %s (SIGTERM, as internal/restart stops them), then started again with the same\n"+
 			"command line, certificates and etcd. Every 30 s meanwhile each controller was measured as above. Afterwards\n"+
-			"every At had to end DONE with exactly one Pod (none lost, none doubled; the test fails otherwise); the wave's\n"+
-			"row above is its end.\n\n", pn.n, pn.outage)
+			"every At had to end DONE with exactly one Pod (none lost, none doubled; the test fails otherwise, for the\n"+
+			"hand-written At only on a doubled Pod: whether it converges is the finding below); the wave's row above is its end.\n\n", pn.n, pn.outage)
+		converged := func(k kind) string {
+			o := res.outageOutcomes[k]
+			if o.done < pn.n {
+				return fmt.Sprintf("%d of %d DONE, the rest RUNNING for good", o.done, pn.n)
+			}
+			return fmt.Sprintf("all %d DONE, the last %s after the API servers were back", pn.n, o.after.Round(time.Second))
+		}
+		fmt.Fprintf(&b, "After the outage: reconcilekit %s;\nhand-written %s. A Pod created while the controller's\n"+
+			"watch was down reaches its cache only when the informer lists again (the watch's resourceVersion expired\n"+
+			"with the restart; client-go's backoff, grown during the outage, puts that list up to a minute after the\n"+
+			"restart), as a create event of a Pod already finished: the library's At wakes its At on it, the hand-written\n"+
+			"At's predicate drops Pod creates and waits for an update that never comes.\n\n", converged(libraryAt), converged(handwrittenAt))
 		b.WriteString("| since the API servers stopped | reconcilekit heap | reconcilekit goroutines | hand-written heap | hand-written goroutines |\n|---|---:|---:|---:|---:|\n")
 		lb, hb := res.outageOutcomes[libraryAt].before, res.outageOutcomes[handwrittenAt].before
 		fmt.Fprintf(&b, "| before | %s | %s | %s | %s |\n", bench.MiB(lb.heap), bench.Number(lb.goroutines), bench.MiB(hb.heap), bench.Number(hb.goroutines))
