@@ -77,9 +77,10 @@ func TestInject(t *testing.T) {
 	}
 }
 
-// TestURLTemplate: the namespace and name of an API path are replaced,
-// the group, version, resource and subresource kept.
-func TestURLTemplate(t *testing.T) {
+// TestSpanNameTemplatesThePath: the namespace and name of an API path are
+// replaced, the group, version, resource and subresource kept, after the
+// method.
+func TestSpanNameTemplatesThePath(t *testing.T) {
 	for _, tc := range []struct{ path, want, ns string }{
 		{"/api/v1/namespaces/ns/pods", "/api/v1/namespaces/{namespace}/pods", "ns"},
 		{"/api/v1/namespaces/ns/pods/p", "/api/v1/namespaces/{namespace}/pods/{name}", "ns"},
@@ -87,11 +88,19 @@ func TestURLTemplate(t *testing.T) {
 		{"/api/v1/namespaces/ns", "/api/v1/namespaces/{name}", ""},
 		{"/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/l", "/apis/coordination.k8s.io/v1/namespaces/{namespace}/leases/{name}", "kube-system"},
 		{"/api/v1/nodes/n", "/api/v1/nodes/{name}", ""},
+		{"/api/v1/pods", "/api/v1/pods", ""},
+		{"/apis/apps/v1/deployments", "/apis/apps/v1/deployments", ""},
+		{"/apis/apps/v1", "/apis/apps/v1", ""},
+		{"/apis/apps", "/apis/apps", ""},
+		{"/api/v1/namespaces/ns/pods/p/", "/api/v1/namespaces/{namespace}/pods/{name}", "ns"},
+		{"/apis/g/v1/namespaces/ns/r/n/sub/more", "/apis/g/v1/namespaces/{namespace}/r/{name}/sub/more", "ns"},
 		{"/version", "/version", ""},
+		{"/", "/", ""},
+		{"", "", ""},
 	} {
-		got, ns := urlTemplate(tc.path)
-		if got != tc.want || ns != tc.ns {
-			t.Errorf("urlTemplate(%q) = %q, %q; want %q, %q", tc.path, got, ns, tc.want, tc.ns)
+		got, ns := spanName("PATCH", tc.path)
+		if got != "PATCH "+tc.want || ns != tc.ns {
+			t.Errorf("spanName(PATCH, %q) = %q, %q; want %q, %q", tc.path, got, ns, "PATCH "+tc.want, tc.ns)
 		}
 	}
 }

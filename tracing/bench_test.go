@@ -53,11 +53,13 @@ func BenchmarkReconcile(b *testing.B) {
 				b.Fatal(err)
 			}
 			b.ReportAllocs()
+			start := processCPU()
 			for b.Loop() {
 				if _, err := loop.Reconcile(ctx, req); err != nil {
 					b.Fatal(err)
 				}
 			}
+			reportCPU(b, start)
 		})
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -91,18 +92,24 @@ type transport struct {
 	tracer trace.Tracer
 }
 
+// clientKind is the option of every client span, made once: an option
+// built per request is an allocation per request.
+var clientKind = trace.WithSpanKind(trace.SpanKindClient)
+
 func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	read := req.Method == http.MethodGet || req.Method == http.MethodHead || req.Method == http.MethodOptions
-	if read && !trace.SpanContextFromContext(ctx).IsValid() || req.URL.Query().Get("watch") == "true" {
+	if read && !trace.SpanContextFromContext(ctx).IsValid() || isWatch(req.URL.RawQuery) {
 		return t.next.RoundTrip(req)
 	}
-	template, namespace := urlTemplate(req.URL.Path)
-	attrs := make([]attribute.KeyValue, 0, 10)
-	attrs = append(attrs,
+	// The span's name is the method and the template: one string, of
+	// which the template is the tail.
+	name, namespace := spanName(req.Method, req.URL.Path)
+	var buf [10]attribute.KeyValue
+	attrs := append(buf[:0],
 		semconv.HTTPRequestMethodKey.String(req.Method),
 		semconv.URLFull(req.URL.String()),
-		semconv.URLTemplate(template),
+		semconv.URLTemplate(name[len(req.Method)+1:]),
 		semconv.ServerAddress(req.URL.Hostname()),
 	)
 	if port := portOf(req.URL.Port(), req.URL.Scheme); port > 0 {
@@ -114,9 +121,15 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	if op, ok := ctx.Value(operationKey{}).(*operation); ok {
 		attrs = append(append(attrs, OperationKey.String(op.name)), op.attrs...)
 	}
-	ctx, span := t.tracer.Start(ctx, req.Method+" "+template, trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
-	out := req.Clone(ctx)
-	traceContext.Inject(ctx, propagation.HeaderCarrier(out.Header))
+	ctx, span := t.tracer.Start(ctx, name, clientKind, trace.WithAttributes(attrs...))
+	// A shallow copy with a header of its own: a RoundTripper must not
+	// change the request it is given, and the rest of it is not changed.
+	out := req.WithContext(ctx)
+	out.Header = req.Header.Clone()
+	if out.Header == nil {
+		out.Header = make(http.Header, 1)
+	}
+	traceContext.Inject(ctx, headerCarrier(out.Header))
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {
 		span.RecordError(err)
@@ -125,10 +138,11 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		span.End()
 		return resp, err
 	}
-	span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
 	if resp.StatusCode >= 400 {
 		span.SetStatus(codes.Error, "")
-		span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(resp.StatusCode)))
+		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode), semconv.ErrorTypeKey.String(strconv.Itoa(resp.StatusCode)))
+	} else {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(resp.StatusCode))
 	}
 	if after := resp.Header.Get("Retry-After"); after != "" {
 		// client-go waits this long before it sends the request again
@@ -144,6 +158,38 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 	resp.Body = &endingBody{ReadCloser: resp.Body, span: span}
 	return resp, nil
 }
+
+// isWatch reports whether a request's query asks for a watch
+// (watch=true, as client-go sends it, or watch=1): parsed only when it
+// names watch at all.
+func isWatch(rawQuery string) bool {
+	if !strings.Contains(rawQuery, "watch") {
+		return false
+	}
+	q, _ := url.ParseQuery(rawQuery)
+	w := q.Get("watch")
+	return w == "true" || w == "1"
+}
+
+// headerCarrier sets the trace context's headers in their canonical form
+// ("Traceparent") without canonicalizing the key on every request as
+// http.Header.Set does.
+type headerCarrier http.Header
+
+func (c headerCarrier) Get(key string) string { return http.Header(c).Get(key) }
+
+func (c headerCarrier) Set(key, value string) {
+	switch key {
+	case "traceparent":
+		c["Traceparent"] = []string{value}
+	case "tracestate":
+		c["Tracestate"] = []string{value}
+	default:
+		http.Header(c).Set(key, value)
+	}
+}
+
+func (c headerCarrier) Keys() []string { return propagation.HeaderCarrier(c).Keys() }
 
 // WrappedRoundTripper returns the transport it wraps (client-go's
 // net.RoundTripperWrapper).
@@ -175,33 +221,65 @@ func (b *endingBody) Close() error {
 
 func (b *endingBody) end() { b.once.Do(func() { b.span.End() }) }
 
-// urlTemplate returns the low-cardinality form of an API path, with the
-// namespace and name replaced by {namespace} and {name}, and the namespace:
-// /api/v1/namespaces/ns/pods/p/status is
-// /api/v1/namespaces/{namespace}/pods/{name}/status.
-func urlTemplate(path string) (template, namespace string) {
-	segs := strings.Split(strings.Trim(path, "/"), "/")
+// spanName returns method + " " + the low-cardinality form of an API
+// path, with the namespace and name replaced by {namespace} and {name},
+// and the namespace: PATCH /api/v1/namespaces/ns/pods/p/status is
+// "PATCH /api/v1/namespaces/{namespace}/pods/{name}/status" and "ns". It
+// makes one string.
+func spanName(method, path string) (name, namespace string) {
+	var b strings.Builder
+	b.Grow(len(method) + 1 + len(path) + len("{namespace}{name}"))
+	b.WriteString(method)
+	b.WriteByte(' ')
+	rest := strings.Trim(path, "/")
+	// seg returns the next segment of rest and consumes it.
+	seg := func() (string, bool) {
+		if rest == "" {
+			return "", false
+		}
+		s, r, _ := strings.Cut(rest, "/")
+		rest = r
+		return s, true
+	}
 	// The resource starts after /api/v1 or /apis/group/version.
-	i := 0
-	switch {
-	case len(segs) >= 2 && segs[0] == "api":
-		i = 2
-	case len(segs) >= 3 && segs[0] == "apis":
-		i = 3
-	default:
-		return path, ""
+	var prefix int
+	switch first, _, _ := strings.Cut(rest, "/"); first {
+	case "api":
+		prefix = 2
+	case "apis":
+		prefix = 3
 	}
-	if len(segs) > i+1 && segs[i] == "namespaces" && len(segs) > i+2 {
+	n := strings.Count(rest, "/") + 1
+	if rest == "" || prefix == 0 || n < prefix {
+		b.WriteString(path)
+		return b.String(), ""
+	}
+	for range prefix {
+		s, _ := seg()
+		b.WriteByte('/')
+		b.WriteString(s)
+	}
+	n -= prefix
+	if n > 2 && strings.HasPrefix(rest, "namespaces/") {
 		// namespaces/{namespace}/resource...
-		namespace = segs[i+1]
-		segs[i+1] = "{namespace}"
-		i += 2
+		seg()
+		namespace, _ = seg()
+		b.WriteString("/namespaces/{namespace}")
+		n -= 2
 	}
-	if len(segs) > i+1 {
+	if n > 1 {
 		// resource/{name}/subresource...
-		segs[i+1] = "{name}"
+		s, _ := seg()
+		seg()
+		b.WriteByte('/')
+		b.WriteString(s)
+		b.WriteString("/{name}")
 	}
-	return "/" + strings.Join(segs, "/"), namespace
+	if rest != "" {
+		b.WriteByte('/')
+		b.WriteString(rest)
+	}
+	return b.String(), namespace
 }
 
 func portOf(port, scheme string) int {

@@ -420,8 +420,9 @@ func newExporter(otlphttp.Config) (sdktrace.SpanExporter, error) { return memory
 var tracedEnv = []string{"OTEL_EXPORTER_OTLP_ENDPOINT=http://127.0.0.1:1", "OTEL_TRACES_SAMPLER=always_on"}
 
 // buildTraced returns the At built with tracingOverlay, from the go build
-// cache as executable does.
-func buildTraced(tb testing.TB) string {
+// cache as executable does; with profiling, with pprofOverlay too (the
+// traced At is profiled as the At is).
+func buildTraced(tb testing.TB, profiling bool) string {
 	tb.Helper()
 	dir := tb.TempDir()
 	src, err := exec.Command("go", "list", "-f", "{{.Dir}}", atPackage).Output()
@@ -432,9 +433,15 @@ func buildTraced(tb testing.TB) string {
 	if err := os.WriteFile(file, []byte(tracingOverlay), 0o600); err != nil {
 		tb.Fatal(err)
 	}
-	overlay, err := json.Marshal(map[string]map[string]string{
-		"Replace": {filepath.Join(strings.TrimSpace(string(src)), "exporter.go"): file},
-	})
+	replace := map[string]string{filepath.Join(strings.TrimSpace(string(src)), "exporter.go"): file}
+	if profiling {
+		pprof := filepath.Join(dir, "zz_bench_pprof.go")
+		if err := os.WriteFile(pprof, []byte(pprofOverlay), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		replace[filepath.Join(strings.TrimSpace(string(src)), "zz_bench_pprof.go")] = pprof
+	}
+	overlay, err := json.Marshal(map[string]map[string]string{"Replace": replace})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -457,7 +464,7 @@ func buildTraced(tb testing.TB) string {
 func buildBinaries(tb testing.TB, profiling bool) binaries {
 	tb.Helper()
 	b := binaries{classic: executable(tb, classicPackage), handwritten: executable(tb, handwrittenPackage),
-		at: executable(tb, atPackage), bare: executable(tb, barePackage), atTraced: buildTraced(tb)}
+		at: executable(tb, atPackage), bare: executable(tb, barePackage), atTraced: buildTraced(tb, profiling)}
 	if !profiling {
 		return b
 	}
