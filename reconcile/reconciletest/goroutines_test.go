@@ -2,6 +2,7 @@ package reconciletest
 
 import (
 	"context"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -61,7 +62,15 @@ func TestCheckGoroutinesFindsAGoroutineOfTheLibraryLeftRunning(t *testing.T) {
 
 	leaky := &checkTB{TB: t}
 	CheckGoroutines(leaky)
+	id := strconv.FormatUint(checks.Load(), 10)
 	stop := start()
+	// The Recorder's goroutines run library code once scheduled: on a
+	// loaded machine, not at once.
+	for deadline := time.Now().Add(time.Minute); len(leftGoroutines(id, []string{LibraryPackages})) == 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the Recorder's goroutines never ran library code")
+		}
+	}
 	otherDone := make(chan struct{})
 	go func() { <-otherDone }() // not library code
 	errs := leaky.end()
