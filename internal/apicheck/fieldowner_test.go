@@ -36,6 +36,17 @@ var writeVerbs = []string{"Create", "Update", "Patch", "Apply"}
 // directory, and nested modules.
 func libraryFiles(t *testing.T) []string {
 	t.Helper()
+	return goFiles(t, func(rel, name string) bool {
+		return name == "internal" || rel == "cmd" || rel == "examples"
+	})
+}
+
+// goFiles returns the non-test Go files under root, relative to it and
+// slash-separated, leaving out hidden and _ directories, testdata/,
+// nested modules, and each directory skip reports (given its path relative
+// to root and its name).
+func goFiles(t *testing.T, skip func(rel, name string) bool) []string {
+	t.Helper()
 	var files []string
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
@@ -52,7 +63,7 @@ func libraryFiles(t *testing.T) []string {
 			case rel == ".":
 				return nil
 			case strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"),
-				name == "internal", name == "testdata", rel == "cmd", rel == "examples":
+				name == "testdata", skip(rel, name):
 				return fs.SkipDir
 			}
 			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {

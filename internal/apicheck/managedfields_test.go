@@ -6,8 +6,6 @@ import (
 	"go/parser"
 	"go/printer"
 	"go/token"
-	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -38,39 +36,7 @@ var managedFieldsAllowed = map[string]string{
 // testdata/ or nested modules.
 func managedFieldsFiles(t *testing.T) []string {
 	t.Helper()
-	var files []string
-	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, err := filepath.Rel(root, path)
-		if err != nil {
-			return err
-		}
-		rel = filepath.ToSlash(rel)
-		if d.IsDir() {
-			name := d.Name()
-			switch {
-			case rel == ".":
-				return nil
-			case strings.HasPrefix(name, ".") || strings.HasPrefix(name, "_"),
-				name == "testdata", rel == "examples", rel == managedFieldsHome:
-				return fs.SkipDir
-			}
-			if _, err := os.Stat(filepath.Join(path, "go.mod")); err == nil {
-				return fs.SkipDir // another module
-			}
-			return nil
-		}
-		if strings.HasSuffix(rel, ".go") && !strings.HasSuffix(rel, "_test.go") {
-			files = append(files, rel)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return files
+	return goFiles(t, func(rel, _ string) bool { return rel == "examples" || rel == managedFieldsHome })
 }
 
 // managedFieldsUses returns, for the Go file src, each place that decodes
