@@ -110,16 +110,7 @@ func TestAGoneParentIsForgotten(t *testing.T) {
 	}
 	waitUntil("a Widget deleted while watched", []types.NamespacedName{key(unwatched)})
 
-	crd := &apiextensionsv1.CustomResourceDefinition{
-		ObjectMeta: metav1.ObjectMeta{Name: "gadgets." + group},
-		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
-			Group: group, Scope: apiextensionsv1.NamespaceScoped,
-			Names: apiextensionsv1.CustomResourceDefinitionNames{Plural: "gadgets", Singular: "gadget", Kind: "Gadget", ListKind: "GadgetList"},
-			Versions: []apiextensionsv1.CustomResourceDefinitionVersion{{Name: "v1", Served: true, Storage: true,
-				Schema: &apiextensionsv1.CustomResourceValidation{OpenAPIV3Schema: &apiextensionsv1.JSONSchemaProps{
-					Type: "object", XPreserveUnknownFields: ptrTo(true)}}}},
-		},
-	}
+	crd := gadgetCRD(group)
 	if err := c.Create(t.Context(), crd); err != nil {
 		t.Fatal(err)
 	}
