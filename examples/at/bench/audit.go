@@ -255,6 +255,11 @@ func (r AuditRequest) Refused() bool { return r.Code == 409 }
 // Accepted reports whether the server answered with a 2xx code.
 func (r AuditRequest) Accepted() bool { return r.Code >= 200 && r.Code < 300 }
 
+// ServerError reports whether the server answered with a 5xx code: a write
+// of unknown outcome (a 504 may have been applied), which a loaded server
+// may also have received well after it was sent.
+func (r AuditRequest) ServerError() bool { return r.Code >= 500 }
+
 // Target names the request's verb and resource the way the report prints
 // them: "patch ats/status", "create events (events.k8s.io)", "get pods";
 // the group is named only when it is not the At's, the core group or

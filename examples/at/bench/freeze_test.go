@@ -119,7 +119,7 @@ func writesHoldingNothing(reqs []bench.AuditRequest, hs []holding, user string, 
 	}
 	for _, r := range reqs {
 		// A write answered 5xx is of unknown outcome (see outOfTurn).
-		if r.User != user || !r.Write() || r.Resource == "leases" || r.Code >= 500 || r.Received.Before(since) || holdsAny(r.Received) {
+		if r.User != user || !r.Write() || r.Resource == "leases" || r.ServerError() || r.Received.Before(since) || holdsAny(r.Received) {
 			continue
 		}
 		if r.Accepted() {

@@ -270,7 +270,7 @@ func (h *statusHistory) waitDone(tb testing.TB, n int, timeout time.Duration) ti
 // as when the writer is killed with the request in flight: the server may
 // still apply it, and logs a 504. A refused write (4xx) changed nothing.
 func mayHaveApplied(r bench.AuditRequest) bool {
-	return r.Write() && (r.Accepted() || r.Code >= 500 || r.Code == 0)
+	return r.Write() && (r.Accepted() || r.ServerError() || r.Code == 0)
 }
 
 // writeCount counts the writes of one target on one At: accepted, and of
@@ -695,7 +695,7 @@ func outOfTurn(p *problems, hs []holding, leaseOf func(at string) string) func(b
 		// loaded server its received time may lag its sending (the
 		// fence's check) by seconds: listed with the unknown outcomes,
 		// not judged here. Accepted and refused writes are.
-		if r.Code >= 500 {
+		if r.ServerError() {
 			return
 		}
 		if _, ok := heldBy(hs, lease, r.User, r.Received); !ok {
