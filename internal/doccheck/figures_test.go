@@ -733,23 +733,7 @@ func TestFiguresAreTheLastMakeBench(t *testing.T) {
 		t.Fatalf("BENCHMARKS.md names no BenchmarkRetainedBytesPerEvent: the parser is broken (%v)", names)
 	}
 
-	sources := map[string]string{}
-	mds, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	readmes, err := filepath.Glob(filepath.Join(root, "examples", "*", "README.md"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range append(append([]string{filepath.Join(root, "README.md")}, mds...), readmes...) {
-		b, err := os.ReadFile(p)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rel, _ := filepath.Rel(root, p)
-		sources[filepath.ToSlash(rel)] = string(b)
-	}
+	sources := docSources(t, nil) // README.md, docs/*.md, examples/*/README.md
 	_, log := changelogNames(t, nil)
 	unreleased, _ := log.Section("Unreleased")
 	// Keep the line numbers of CHANGELOG.md.
