@@ -98,7 +98,27 @@ func (l *Leader) Create(ctx context.Context, rec resourcelock.LeaderElectionReco
 
 // Update passes on to the lock, and records a success that names this
 // process the holder.
+//
+// A release (a record with no holder, leader election's ReleaseOnCancel)
+// goes out only if the Lease, read again just before, names this process:
+// otherwise Update sends nothing and returns an error wrapping
+// [ErrFenced]. client-go releases when its own last observation names this
+// process, and a leader frozen past its lease wakes still believing that:
+// its release would empty the Lease a new leader holds, which then writes
+// with no holder on record, and a third candidate may take the Lease while
+// it still writes. The read also sets the version the release is sent at,
+// so that a write to the Lease between the two conflicts.
 func (l *Leader) Update(ctx context.Context, rec resourcelock.LeaderElectionRecord) error {
+	if rec.HolderIdentity == "" {
+		cur, _, err := l.lock.Get(ctx)
+		if err != nil {
+			return err
+		}
+		if cur.HolderIdentity != l.lock.Identity() {
+			fencedTotal.WithLabelValues(l.lock.Describe(), "release").Inc()
+			return fmt.Errorf("%w: not releasing %s: it is held by %q, not %q", ErrFenced, l.lock.Describe(), cur.HolderIdentity, l.lock.Identity())
+		}
+	}
 	sent := l.clock().Now()
 	err := l.lock.Update(ctx, rec)
 	l.record(err, rec, sent)
