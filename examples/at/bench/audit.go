@@ -48,6 +48,9 @@ type AuditRequest struct {
 	// LeaseDuration is the spec.leaseDurationSeconds that Lease write
 	// sent; 0 when it sent none or the line carries no Lease.
 	LeaseDuration time.Duration
+	// RenewTime is the spec.renewTime that Lease write sent; zero when it
+	// sent none or the line carries no Lease.
+	RenewTime time.Time
 }
 
 // ErrMalformedAudit is wrapped by the errors [ParseAuditLine] and
@@ -85,8 +88,9 @@ type auditEvent struct {
 type leaseObject struct {
 	Kind string `json:"kind"`
 	Spec struct {
-		HolderIdentity       *string `json:"holderIdentity"`
-		LeaseDurationSeconds *int32  `json:"leaseDurationSeconds"`
+		HolderIdentity       *string    `json:"holderIdentity"`
+		LeaseDurationSeconds *int32     `json:"leaseDurationSeconds"`
+		RenewTime            *time.Time `json:"renewTime"`
 	} `json:"spec"`
 }
 
@@ -128,6 +132,9 @@ func ParseAuditLine(line []byte) (AuditRequest, error) {
 			r.Holder = &holder
 			if l.Spec.LeaseDurationSeconds != nil {
 				r.LeaseDuration = time.Duration(*l.Spec.LeaseDurationSeconds) * time.Second
+			}
+			if l.Spec.RenewTime != nil {
+				r.RenewTime = *l.Spec.RenewTime
 			}
 		}
 	}

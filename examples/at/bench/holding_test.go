@@ -50,7 +50,15 @@ func (h holding) contains(t time.Time) bool { return !t.Before(h.from) && !t.Aft
 // the order the Leases went through. A write that names a holder makes its
 // user the holder from its receipt, or renews the user's hold (until the
 // receipt plus the leaseDurationSeconds it wrote); a write that names none
-// releases it. It also returns what breaks the rules of leader election: a
+// releases it. Another user may take the Lease over once the lease has run
+// out as the other candidates see it: client-go's leader election compares
+// the Lease as a record whose times are whole seconds, and starts a
+// candidate's wait only when that record changes, so a renewal whose
+// renewTime falls in the same second as the one before renews nothing the
+// others see, and the lease they wait out runs from the first renewal of
+// the second. The holding itself runs until the user's last renewal plus
+// the lease duration, or until another user takes the Lease, whichever
+// comes first: a write received until then overlaps no other holder's. It also returns what breaks the rules of leader election: a
 // user naming another user's identity (or two identities), one user
 // releasing another's hold, another user taking a Lease over before the
 // holder's lease ran out. A holding still running at the last write ends
@@ -67,8 +75,20 @@ func holdings(reqs []bench.AuditRequest, leases func(name string) bool) ([]holdi
 	identity := map[string]string{} // user -> the identity it writes
 	userOf := map[string]string{}   // identity -> user
 	type state struct {
-		h          holding
-		validUntil time.Time
+		h holding
+		// heldUntil is the last renewal's receipt plus the lease
+		// duration; validUntil the same for the first renewal of the
+		// record the others see, when their wait for the lease started.
+		heldUntil, validUntil time.Time
+		// renewed is the whole second of the renewTime last written, as
+		// the other candidates see it (zero when the write had none).
+		renewed time.Time
+	}
+	second := func(t time.Time) time.Time {
+		if t.IsZero() {
+			return t
+		}
+		return t.Truncate(time.Second)
 	}
 	open := map[string]*state{}
 	var hs []holding
@@ -90,8 +110,14 @@ func holdings(reqs []bench.AuditRequest, leases func(name string) bool) ([]holdi
 			identity[w.User], userOf[holder] = holder, w.User
 		}
 		s := open[w.Name]
-		if s != nil && w.Received.After(s.validUntil) {
-			closeAt(w.Name, s.validUntil, endExpired)
+		if s != nil && w.Received.After(s.heldUntil) {
+			closeAt(w.Name, s.heldUntil, endExpired)
+			s = nil
+		}
+		if s != nil && s.h.user != w.User && w.Received.After(s.validUntil) {
+			// Run out as the others see it: taken over or released
+			// now, as leader election allows.
+			closeAt(w.Name, w.Received, endExpired)
 			s = nil
 		}
 		switch {
@@ -104,17 +130,22 @@ func holdings(reqs []bench.AuditRequest, leases func(name string) bool) ([]holdi
 			broken = append(broken, fmt.Sprintf("%s released %s at %s, held by %s until %s", w.User, w.Name, stamp(w.Received), s.h.user, stamp(s.validUntil)))
 			closeAt(w.Name, w.Received, endReleased)
 		case s != nil && s.h.user == w.User:
-			s.h.lastWrite, s.validUntil = w.Received, w.Received.Add(w.LeaseDuration)
+			s.h.lastWrite, s.heldUntil = w.Received, w.Received.Add(w.LeaseDuration)
+			if r := second(w.RenewTime); r.IsZero() || !r.Equal(s.renewed) {
+				s.validUntil, s.renewed = s.heldUntil, r
+			}
 		default:
 			if s != nil {
 				broken = append(broken, fmt.Sprintf("%s took %s over at %s, held by %s until %s", w.User, w.Name, stamp(w.Received), s.h.user, stamp(s.validUntil)))
 				closeAt(w.Name, w.Received, endTakenOver)
 			}
-			open[w.Name] = &state{h: holding{lease: w.Name, user: w.User, from: w.Received, lastWrite: w.Received}, validUntil: w.Received.Add(w.LeaseDuration)}
+			until := w.Received.Add(w.LeaseDuration)
+			open[w.Name] = &state{h: holding{lease: w.Name, user: w.User, from: w.Received, lastWrite: w.Received},
+				heldUntil: until, validUntil: until, renewed: second(w.RenewTime)}
 		}
 	}
 	for _, lease := range sortedKeys(open) {
-		closeAt(lease, open[lease].validUntil, endExpired)
+		closeAt(lease, open[lease].heldUntil, endExpired)
 	}
 	slices.SortStableFunc(hs, func(a, b holding) int { return a.from.Compare(b.from) })
 	return hs, broken
@@ -229,6 +260,11 @@ func TestHoldingsFollowTheLeaseWrites(t *testing.T) {
 		return bench.AuditRequest{User: user, Verb: "update", Group: "coordination.k8s.io", Resource: "leases", Name: lease,
 			Code: 200, Received: at(s), Holder: &holder, LeaseDuration: 4 * time.Second}
 	}
+	// renewed sets the renewTime w sent, s seconds after 12:00.
+	renewed := func(w bench.AuditRequest, s float64) bench.AuditRequest {
+		w.RenewTime = at(s)
+		return w
+	}
 	refused := write("b", "id-b", 1.5)
 	refused.Code = 409
 	other := write("b", "id-b", 1.5)
@@ -254,6 +290,23 @@ func TestHoldingsFollowTheLeaseWrites(t *testing.T) {
 				{lease: lease, user: "a", from: at(0), to: at(5), lastWrite: at(1), end: endExpired},
 				{lease: lease, user: "b", from: at(5.5), to: at(9.5), lastWrite: at(5.5), end: endExpired},
 			},
+		},
+		{
+			name: "a renewal in the same second as the one before renews nothing the others see: another may take the Lease 4 s after the first",
+			reqs: []bench.AuditRequest{write("a", "id-a", 0), renewed(write("a", "id-a", 1.1), 1.05), renewed(write("a", "id-a", 1.6), 1.55), write("b", "id-b", 5.2)},
+			want: []holding{
+				{lease: lease, user: "a", from: at(0), to: at(5.2), lastWrite: at(1.6), end: endExpired},
+				{lease: lease, user: "b", from: at(5.2), to: at(9.2), lastWrite: at(5.2), end: endExpired},
+			},
+		},
+		{
+			name: "a renewal in the next second renews the hold",
+			reqs: []bench.AuditRequest{write("a", "id-a", 0), renewed(write("a", "id-a", 1.1), 1.05), renewed(write("a", "id-a", 2.1), 2.05), write("b", "id-b", 5.2)},
+			want: []holding{
+				{lease: lease, user: "a", from: at(0), to: at(5.2), lastWrite: at(2.1), end: endTakenOver},
+				{lease: lease, user: "b", from: at(5.2), to: at(9.2), lastWrite: at(5.2), end: endExpired},
+			},
+			wantBroken: []string{"b took at-0-of-6 over at 12:00:05.200000, held by a until 12:00:06.100000"},
 		},
 		{
 			name: "a renewal after the lease ran out starts a new holding",

@@ -114,13 +114,13 @@ func TestParseAuditLine(t *testing.T) {
 			wantClass: bench.ClassInformer, wantTarget: "list pods",
 		},
 		{
-			name: "a Lease acquired, at level Request: who it names holder, for how long",
+			name: "a Lease acquired, at level Request: who it names holder, for how long, renewed when",
 			line: auditLeaseCreate,
 			want: bench.AuditRequest{ID: "7edb74e1-0691-4dbc-9a87-e80824a6fcf5", Stage: "ResponseComplete", User: "sharded-x", Verb: "create",
 				Group: "coordination.k8s.io", Resource: "leases", Namespace: "bench-leases", Name: "at-1-of-2",
 				URI: "/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases", Code: 201,
 				Received: at("2026-11-25T13:35:33.966107Z"), Staged: at("2026-11-25T13:35:33.967714Z"),
-				Holder: ptr.To("vm_er65ywej9jtc"), LeaseDuration: 4 * time.Second},
+				Holder: ptr.To("vm_er65ywej9jtc"), LeaseDuration: 4 * time.Second, RenewTime: at("2026-11-25T13:35:33.964132Z")},
 			wantClass: bench.ClassLeaderElection, wantTarget: "create leases",
 		},
 		{
@@ -130,7 +130,7 @@ func TestParseAuditLine(t *testing.T) {
 				Group: "coordination.k8s.io", Resource: "leases", Namespace: "bench-leases", Name: "at-1-of-2",
 				URI: "/apis/coordination.k8s.io/v1/namespaces/bench-leases/leases/at-1-of-2", Code: 200,
 				Received: at("2026-11-25T13:35:34.982505Z"), Staged: at("2026-11-25T13:35:34.984016Z"),
-				Holder: ptr.To(""), LeaseDuration: time.Second},
+				Holder: ptr.To(""), LeaseDuration: time.Second, RenewTime: at("2026-11-25T13:35:34.982418Z")},
 			wantClass: bench.ClassLeaderElection, wantTarget: "update leases",
 		},
 	}
