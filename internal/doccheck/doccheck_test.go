@@ -385,19 +385,26 @@ func checkSource(src, txt string, apis map[string]names, exists func(pkg, name, 
 			// gone, was drift.Writer.EnsureMutate's forwarder): then only
 			// a doc link to it counts too.
 			// Not after a '.': "retry.DefaultRetry" is another package's.
+			// What every pattern below must find in txt: without it, none
+			// matches (a plain search first, the expressions only then).
+			word := old
 			pattern := `(?:^|[^.\w])` + regexp.QuoteMeta(old) + `\b`
 			if _, member, ok := strings.Cut(old, "."); ok && compound(member) {
+				word = member
 				pattern = `(?:^|[^.\w])(?:\w+\.)?` + regexp.QuoteMeta(member) + `\b` // "Writer.MaxAttempts" or "MaxAttempts"
 			} else if !compound(old) || memberOfAType(apis[own], old) {
 				pattern = `\[` + regexp.QuoteMeta(old) + `\]`
 			}
-			if regexp.MustCompile(pattern).MatchString(txt) {
+			if strings.Contains(txt, word) && regexp.MustCompile(pattern).MatchString(txt) {
 				problems = append(problems, fmt.Sprintf("%s still names %s, which CHANGELOG.md lists as removed or renamed", src, old))
 			}
 		}
 	}
 	for _, pkg := range sortedKeys(gone) {
 		for _, old := range gone[pkg] {
+			if !strings.Contains(txt, pkg+"."+old) {
+				continue // what the expression below needs in txt
+			}
 			name, member, _ := strings.Cut(old, ".")
 			if exists(pkg, name, member) {
 				continue // a homonym's: "errors.Is" is the standard library's too
