@@ -48,21 +48,10 @@ func TestALeaderWritesOnlyWhileItsLeaseIsConfirmed(t *testing.T) {
 		l.Clock = clk
 		return l
 	}
-	elect := func(l *shard.Leader, leading chan struct{}) {
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
-			Lock: l, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) { close(leading) },
-				OnStoppedLeading: func() {},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		done := make(chan struct{})
-		go func() { defer close(done); le.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-done })
+	elect := func(l *shard.Leader) (leading chan struct{}) {
+		leading, _, _ = runElection(t, leaderelection.LeaderElectionConfig{
+			Lock: l, LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry})
+		return leading
 	}
 	writer := func(l *shard.Leader) client.Client {
 		c, err := client.New(l.Fence(e.Config), client.Options{})
@@ -80,8 +69,7 @@ func TestALeaderWritesOnlyWhileItsLeaseIsConfirmed(t *testing.T) {
 	if err := create(writer(a), "before-electing"); !errors.Is(err, shard.ErrFenced) {
 		t.Errorf("a write before the election: %v, want ErrFenced", err)
 	}
-	leadingA := make(chan struct{})
-	elect(a, leadingA)
+	leadingA := elect(a)
 	select {
 	case <-leadingA:
 	case <-time.After(settleLimit):
@@ -92,7 +80,7 @@ func TestALeaderWritesOnlyWhileItsLeaseIsConfirmed(t *testing.T) {
 		t.Fatalf("the leader's write: %v", err)
 	}
 	b := candidate("b", &atomic.Bool{})
-	elect(b, make(chan struct{}))
+	elect(b)
 	if err := create(writer(b), "standby"); !errors.Is(err, shard.ErrFenced) {
 		t.Errorf("a standby's write: %v, want ErrFenced", err)
 	}
@@ -173,22 +161,9 @@ func TestALeaderWokenFromAFreezeDoesNotReleaseTheLeaseItLost(t *testing.T) {
 			Client:     frozenLeases{cs.CoordinationV1(), frozen},
 			LockConfig: resourcelock.ResourceLockConfig{Identity: id},
 		}
-		leading, stopped = make(chan struct{}), make(chan struct{})
-		le, err := leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		return runElection(t, leaderelection.LeaderElectionConfig{
 			Lock: shard.NewLeader(lock, renew), LeaseDuration: lease, RenewDeadline: renew, RetryPeriod: retry,
-			ReleaseOnCancel: true,
-			Callbacks: leaderelection.LeaderCallbacks{
-				OnStartedLeading: func(context.Context) { close(leading) },
-				OnStoppedLeading: func() {},
-			},
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-		ctx, cancel := context.WithCancel(context.Background())
-		go func() { defer close(stopped); le.Run(ctx) }()
-		t.Cleanup(func() { cancel(); <-stopped })
-		return leading, stopped, cancel
+			ReleaseOnCancel: true})
 	}
 	await := func(ch chan struct{}, limit time.Duration, what string) {
 		t.Helper()
@@ -281,4 +256,24 @@ func (c frozenLease) Update(ctx context.Context, l *coordinationv1.Lease, o meta
 		return nil, err
 	}
 	return c.LeaseInterface.Update(ctx, l, o)
+}
+
+// runElection runs client-go's leader election with cfg (its callbacks
+// set here) until the test ends or cancel is called: leading is closed
+// once it leads, stopped once Run has returned.
+func runElection(t *testing.T, cfg leaderelection.LeaderElectionConfig) (leading, stopped chan struct{}, cancel context.CancelFunc) {
+	t.Helper()
+	leading, stopped = make(chan struct{}), make(chan struct{})
+	cfg.Callbacks = leaderelection.LeaderCallbacks{
+		OnStartedLeading: func(context.Context) { close(leading) },
+		OnStoppedLeading: func() {},
+	}
+	le, err := leaderelection.NewLeaderElector(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() { defer close(stopped); le.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-stopped })
+	return leading, stopped, cancel
 }
