@@ -134,7 +134,7 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # make bench-tracing runs the tracing comparison of the first trial alone
 # (the At and the same At traced, the first of BENCH_ATS at one instant
 # with the first of BENCH_WORKERS, in the first of BENCH_ROUNDS rounds:
-# 3 rounds of 1,000 Ats with the defaults, about 10 minutes) and rewrites
+# 3 rounds of 1,000 Ats with the defaults, about 6 minutes) and rewrites
 # the section "Tracing: what it costs the At" of BENCHMARKS.md only, where
 # make bench puts it; BENCH_PROFILE=dir profiles both in the first round.
 BENCH_SOAK_FOR ?= 0
