@@ -131,6 +131,12 @@ demo: ## Run the At operator's demo against an embedded control plane.
 # BENCH_SOAK_FOR=0 skip the soak. make soak runs it alone and rewrites the
 # soak's section of BENCHMARKS.md only, e.g. for half an hour:
 #   make soak BENCH_SOAK_WAVES=0 BENCH_SOAK_FOR=30m
+# make bench-tracing runs the tracing comparison of the first trial alone
+# (the At and the same At traced, the first of BENCH_ATS at one instant
+# with the first of BENCH_WORKERS, in the first of BENCH_ROUNDS rounds:
+# 3 rounds of 1,000 Ats with the defaults, about 6 minutes) and rewrites
+# the section "Tracing: what it costs the At" of BENCHMARKS.md only, where
+# make bench puts it; BENCH_PROFILE=dir profiles both in the first round.
 BENCH_SOAK_FOR ?= 0
 BENCH_SOAK_WAVES ?= 12
 BENCH_SOAK_N ?= 1000
@@ -163,6 +169,15 @@ soak: ## Run the soak of make bench alone (BENCH_SOAK_ knobs) and rewrite the so
 	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime=1x -timeout 300m ./examples/at/bench/ \
 		-args $(SOAK_ARGS) -at.soak.report="$(CURDIR)/BENCHMARKS.md" \
 		-at.command="make soak BENCH_SOAK_FOR=$(BENCH_SOAK_FOR) BENCH_SOAK_WAVES=$(BENCH_SOAK_WAVES) BENCH_SOAK_N=$(BENCH_SOAK_N) BENCH_SOAK_OUTAGE=$(BENCH_SOAK_OUTAGE)"
+
+.PHONY: bench-tracing
+bench-tracing: ## Run make bench's tracing comparison alone and rewrite the tracing section of BENCHMARKS.md.
+	@assets="$$($(ENVTEST_ASSETS))"; \
+	KUBEBUILDER_ASSETS="$$assets" $(GO) test -run '^$$' -bench '^BenchmarkTracing$$' -benchtime=1x -timeout 120m ./examples/at/bench/ \
+		-args -at.n=$(BENCH_ATS) -at.workers=$(BENCH_WORKERS) -at.rounds=$(BENCH_ROUNDS) \
+		$(if $(BENCH_PROFILE),-at.cpuprofile="$(abspath $(BENCH_PROFILE))") \
+		-at.tracing.report="$(CURDIR)/BENCHMARKS.md" \
+		-at.command="make bench-tracing BENCH_ATS=$(BENCH_ATS) BENCH_WORKERS=$(BENCH_WORKERS) BENCH_ROUNDS=$(BENCH_ROUNDS)$(if $(BENCH_PROFILE), BENCH_PROFILE=$(BENCH_PROFILE))"
 
 .PHONY: assets
 assets: ## Build (or find) the envtest binaries (those make test needs) and print their directory.

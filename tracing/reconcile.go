@@ -71,7 +71,17 @@ type Reconcile struct {
 	key  reconcile.Request
 	uid  string
 	span trace.Span
+	// waits are those of the first read, before the span starts: one
+	// allocation with the Reconcile.
+	waits pending
 }
+
+// Options of every reconcile span, made once: an option built per
+// reconcile is an allocation per reconcile.
+var (
+	consumerKind = trace.WithSpanKind(trace.SpanKindConsumer)
+	newRoot      = trace.WithNewRoot()
+)
 
 // Begin opens the span of the reconcile of req. read reads the object
 // (from the cache, as the reconcile does anyway); Begin calls it, with a
@@ -104,7 +114,9 @@ func (t *Tracer) begin(ctx context.Context, req reconcile.Request, kind string, 
 		_, _ = read(ctx)
 		return ctx, nil
 	}
-	p := &pending{now: t.now}
+	r := &Reconcile{t: t, key: req}
+	p := &r.waits
+	p.t = t
 	obj, err := read(context.WithValue(ctx, pendingKey{}, p))
 	if err != nil || obj == nil || reflect.ValueOf(obj).IsNil() {
 		obj = nil
@@ -165,18 +177,15 @@ func (t *Tracer) begin(ctx context.Context, req reconcile.Request, kind string, 
 		ws.End(trace.WithTimestamp(start))
 	}
 
-	attrs := []attribute.KeyValue{
-		ObjectNameKey.String(req.Name),
-		semconv.K8SNamespaceName(req.Namespace),
-	}
+	attrs := make([]attribute.KeyValue, 0, 6)
+	attrs = append(attrs, ObjectNameKey.String(req.Name), semconv.K8SNamespaceName(req.Namespace))
 	name := "reconcile"
-	r := &Reconcile{t: t, key: req}
 	if obj != nil {
 		if k := obj.GetObjectKind().GroupVersionKind().Kind; k != "" {
 			kind = k
 		}
 		if kind != "" {
-			name += " " + kind
+			name = t.spanName(kind)
 			attrs = append(attrs, ObjectKindKey.String(kind))
 		}
 		r.uid = string(obj.GetUID())
@@ -186,14 +195,15 @@ func (t *Tracer) begin(ctx context.Context, req reconcile.Request, kind string, 
 			ObjectResourceVersionKey.String(obj.GetResourceVersion()),
 		)
 	}
-	opts := []trace.SpanStartOption{trace.WithSpanKind(trace.SpanKindConsumer), trace.WithAttributes(attrs...), trace.WithTimestamp(start)}
+	opts := make([]trace.SpanStartOption, 0, 5)
+	opts = append(opts, consumerKind, trace.WithAttributes(attrs...), trace.WithTimestamp(start))
 	if len(links) > 0 {
 		opts = append(opts, trace.WithLinks(links...))
 	}
 	if parent.IsValid() {
 		ctx = trace.ContextWithRemoteSpanContext(ctx, parent)
 	} else {
-		opts = append(opts, trace.WithNewRoot())
+		opts = append(opts, newRoot)
 	}
 	ctx, r.span = t.tracer.Start(ctx, name, opts...)
 	sc := r.span.SpanContext()
@@ -207,7 +217,7 @@ func (t *Tracer) begin(ctx context.Context, req reconcile.Request, kind string, 
 	}
 	p.replay(ctx, t.tracer)
 	if sc.IsValid() {
-		ctx = log.IntoContext(ctx, log.FromContext(ctx).WithValues("trace_id", sc.TraceID().String(), "span_id", sc.SpanID().String()))
+		ctx = log.IntoContext(ctx, withSpan(log.FromContext(ctx), sc))
 	}
 	return ctx, r
 }
@@ -219,7 +229,8 @@ func (r *Reconcile) End(o Outcome) {
 		return
 	}
 	span := r.span
-	attrs := []attribute.KeyValue{DecisionClassKey.String(o.Class.String()), DecisionDoneKey.Bool(o.Done)}
+	attrs := make([]attribute.KeyValue, 0, 5)
+	attrs = append(attrs, DecisionClassKey.String(o.Class.String()), DecisionDoneKey.Bool(o.Done))
 	if o.RequeueAfter > 0 {
 		attrs = append(attrs, DecisionRequeueAfterKey.Float64(o.RequeueAfter.Seconds()))
 	}

@@ -3,6 +3,7 @@ package tracing
 import (
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.opentelemetry.io/otel/trace"
@@ -50,6 +51,9 @@ type Tracer struct {
 
 	provider trace.TracerProvider
 	tracer   trace.Tracer
+	// name is the last kind's span name ("reconcile " + kind), made once:
+	// a Tracer traces one controller, so one kind.
+	name atomic.Pointer[kindName]
 
 	mu  sync.Mutex
 	mem memory
@@ -102,6 +106,19 @@ func (t *Tracer) Forget(key types.NamespacedName) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.mem.remove(key)
+}
+
+// kindName is a kind and its reconcile span's name.
+type kindName struct{ kind, name string }
+
+// spanName returns "reconcile " + kind.
+func (t *Tracer) spanName(kind string) string {
+	if n := t.name.Load(); n != nil && n.kind == kind {
+		return n.name
+	}
+	n := &kindName{kind: kind, name: "reconcile " + kind}
+	t.name.Store(n)
+	return n.name
 }
 
 func (t *Tracer) now() time.Time {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -122,13 +123,12 @@ func (t *transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		attrs = append(append(attrs, OperationKey.String(op.name)), op.attrs...)
 	}
 	ctx, span := t.tracer.Start(ctx, name, clientKind, trace.WithAttributes(attrs...))
-	// A shallow copy with a header of its own: a RoundTripper must not
-	// change the request it is given, and the rest of it is not changed.
+	// A shallow copy with a header map of its own: a RoundTripper must not
+	// change the request it is given, and the rest of it (the header's
+	// values too) is not changed, only added to.
 	out := req.WithContext(ctx)
-	out.Header = req.Header.Clone()
-	if out.Header == nil {
-		out.Header = make(http.Header, 1)
-	}
+	out.Header = make(http.Header, len(req.Header)+1)
+	maps.Copy(out.Header, req.Header)
 	traceContext.Inject(ctx, headerCarrier(out.Header))
 	resp, err := t.next.RoundTrip(out)
 	if err != nil {

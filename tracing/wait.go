@@ -54,13 +54,13 @@ type pendingKey struct{}
 
 // pending collects the waits of a reconcile's first read.
 type pending struct {
-	now   func() time.Time
+	t     *Tracer
 	mu    sync.Mutex
 	waits []*pendingWait
 }
 
 func (p *pending) start(kind string) trace.Span {
-	w := &pendingWait{p: p, kind: kind, start: p.now()}
+	w := &pendingWait{p: p, kind: kind, start: p.t.now()}
 	p.mu.Lock()
 	p.waits = append(p.waits, w)
 	p.mu.Unlock()
@@ -78,7 +78,7 @@ func (p *pending) replay(ctx context.Context, tracer trace.Tracer) {
 		end, attrs := w.end, append([]attribute.KeyValue{WaitKindKey.String(w.kind)}, w.attrs...)
 		w.mu.Unlock()
 		if end.IsZero() {
-			end = p.now()
+			end = p.t.now()
 		}
 		_, span := tracer.Start(ctx, "wait "+w.kind, trace.WithSpanKind(trace.SpanKindInternal),
 			trace.WithTimestamp(w.start), trace.WithAttributes(attrs...))
@@ -110,7 +110,7 @@ func (w *pendingWait) SetAttributes(kv ...attribute.KeyValue) {
 func (w *pendingWait) End(...trace.SpanEndOption) {
 	w.mu.Lock()
 	if w.end.IsZero() {
-		w.end = w.p.now()
+		w.end = w.p.t.now()
 	}
 	w.mu.Unlock()
 }

@@ -224,7 +224,7 @@ func renderReport(tb testing.TB, cmp comparison, diff []bench.GoBench, started t
 		r.WriteString(s)
 	}
 	if s := tracingSection(cmp); s != "" {
-		fmt.Fprintf(&r, "\n## Tracing: what it costs the At (issue 49)\n\n")
+		fmt.Fprintf(&r, "\n%s\n\n", tracingHeading)
 		r.WriteString(s)
 	}
 	if cmp.sharded != nil {

@@ -1,12 +1,63 @@
 package bench_test
 
 import (
+	"flag"
 	"fmt"
+	"os"
+	"runtime"
 	"strconv"
 	"strings"
+	"testing"
+	"time"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
 )
+
+var tracingReport = flag.String("at.tracing.report", "", "BenchmarkTracing: replace the tracing section of this report (BENCHMARKS.md) with its figures")
+
+// tracingHeading is the heading of the tracing section of the report.
+const tracingHeading = "## Tracing: what it costs the At (issue 49)"
+
+// BenchmarkTracing runs make bench's tracing comparison alone (make
+// bench-tracing): the At and the same At traced, in the rounds of make
+// bench's first trial (the first size of -at.n at one instant, the first
+// of -at.workers, the first of -at.rounds), on one audited control plane,
+// and prints tracingSection; with -at.tracing.report it replaces that
+// section of the report (BENCHMARKS.md), where make bench puts it, and
+// leaves the rest alone. Both controllers run the same Ats, workers and
+// rounds, as in make bench; -at.cpuprofile profiles both in the first round.
+func BenchmarkTracing(b *testing.B) {
+	pn := benchPlan()
+	pn.sizes, pn.workers, pn.rounds = pn.sizes[:1], pn.workers[:1], pn.rounds[:1]
+	pn.spreadN, pn.unrelated, pn.writeCostN, pn.sharded = 0, 0, 0, 0
+	pn.memory, pn.tracing, pn.only = false, true, []kind{libraryAt, libraryTracedAt}
+	started, load := time.Now().UTC(), loadAverage()
+	var cmp comparison
+	for range b.N {
+		cmp = compare(b, pn)
+	}
+	section := tracingSection(cmp)
+	if section == "" {
+		b.Fatal("no trial ran the At traced beside the At")
+	}
+	fmt.Printf("\n%s", section)
+	if *tracingReport == "" {
+		return
+	}
+	old, err := os.ReadFile(*tracingReport)
+	if err != nil {
+		b.Fatal(err)
+	}
+	section = fmt.Sprintf("Measured %s by `%s` (the `bench-tracing` target of the Makefile: this section alone, apart from\n"+
+		"the run the rest of this file comes from), at commit %s, no -race, on %s (%d logical CPUs), load average %s when\n"+
+		"it started and %s when it ended (1, 5, 15 minutes: the machine is shared, so only ratios within one run\n"+
+		"say anything); `make bench` measures it again with the rest.\n\n%s",
+		started.Format("2006-01-02 15:04 UTC"), *commandLine, vcsRevision(), cpuModel(), runtime.NumCPU(), load, loadAverage(), section)
+	if err := os.WriteFile(*tracingReport, []byte(spliceSection(string(old), tracingHeading, section, "## The At sharded")), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("wrote the tracing section of %s", *tracingReport)
+}
 
 // tracingCPUGoal bounds the traced At's process CPU over the untraced
 // At's (issue 49: at most 5% more).
@@ -86,4 +137,23 @@ func ratioCell(rs []float64) string {
 		return ""
 	}
 	return spread(rs, ratioFormat)
+}
+
+// TestBenchTracingPutsItsSectionWhereMakeBenchDoes: make bench-tracing's
+// section goes, in a report without one, where make bench writes it
+// (after the memory comparison, before the sharded At), and replaces it
+// in a report with one, the rest left alone.
+func TestBenchTracingPutsItsSectionWhereMakeBenchDoes(t *testing.T) {
+	const (
+		before = "# Benchmarks\n\n## Memory: what the caches hold (issue 38)\n\nmemory\n\n"
+		after  = "## The At sharded (issue 25)\n\nsharded\n\n## The packages (compare, diet, drift, freshness, recorder, status)\n\npackages\n"
+	)
+	first := spliceSection(before+after, tracingHeading, "first\n", "## The At sharded")
+	if want := before + tracingHeading + "\n\nfirst\n\n" + after; first != want {
+		t.Errorf("spliced into a report without the section:\n%s\nwant:\n%s", first, want)
+	}
+	second := spliceSection(first, tracingHeading, "second\n", "## The At sharded")
+	if want := before + tracingHeading + "\n\nsecond\n\n" + after; second != want {
+		t.Errorf("spliced into a report with the section:\n%s\nwant:\n%s", second, want)
+	}
 }
