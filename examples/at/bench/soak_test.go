@@ -395,7 +395,9 @@ func (s *soakSide) wave(tb testing.TB, w int, pn soakPlan, during func()) soakWa
 	if during != nil {
 		during()
 	}
-	timeout := 5*time.Minute + time.Duration(pn.n)*100*time.Millisecond + pn.outage
+	// From when the Ats are created, or for the outage wave from when the
+	// API servers are back (during returns then).
+	timeout := 5*time.Minute + time.Duration(pn.n)*100*time.Millisecond
 	lastDone, done, err := tr.doneWithin(pn.n, timeout)
 	switch {
 	case err == nil:
@@ -809,7 +811,7 @@ func soakSection(res soakResult) string {
 		}
 		lost := func(k kind) string {
 			w := res.outageWave[k]
-			return fmt.Sprintf("%d not DONE (lost), %d with no Pod, %d with more than one (doubled)", pn.n-w.done, w.podless, w.doubled)
+			return fmt.Sprintf("%d not DONE, %d with no Pod (lost), %d with more than one (doubled)", pn.n-w.done, w.podless, w.doubled)
 		}
 		fmt.Fprintf(&b, "Of the wave's Ats: reconcilekit %s; hand-written %s.\n", lost(libraryAt), lost(handwrittenAt))
 		fmt.Fprintf(&b, "After the outage: reconcilekit %s;\nhand-written %s. A Pod created while the controller's\n"+
