@@ -153,6 +153,10 @@
 //   - past [Set].MaxWaiting parents ([DefaultMaxWaiting], 10,000), an
 //     arbitrary one, which then waits for its next resync instead.
 //
+// The gauge reconcilekit_applyset_entries counts, summed over the Sets of
+// the process, the parents remembered as waiting and those whose wake-ups
+// are scheduled (docs/metrics.md).
+//
 // The package writes no status: Result.Health goes to the parent's
 // conditions (reconcile.Progress.WithChildren, health.Mark).
 package applyset

@@ -18,6 +18,7 @@ import (
 
 	"github.com/reconcilekit/reconcilekit/applyset"
 	"github.com/reconcilekit/reconcilekit/freshness"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -35,7 +36,15 @@ import (
 //     remembered once the manager runs, and the event of a
 //     CustomResourceDefinition of its group wakes it; that reconcile finds
 //     it gone, and the Set forgets it.
+//
+// The gauge reconcilekit_applyset_entries{map="waiting"} counts the
+// waiting parents, and is back where it began once both are forgotten.
 func TestAGoneParentIsForgotten(t *testing.T) {
+	gaugeOf := func(m string) float64 {
+		return metricstest.Settled(t, "reconcilekit_applyset_entries", map[string]string{"map": m})
+	}
+	gauge := func() float64 { return gaugeOf("waiting") }
+	before, dueBefore := gauge(), gaugeOf("due")
 	c := env.Client(t)
 	ns := env.Namespace(t)
 	group := strings.ReplaceAll(ns, "-", "") + ".gadgets.test" // the CRD outlives the test
@@ -58,6 +67,9 @@ func TestAGoneParentIsForgotten(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatalf("%s: the Set remembers %v as waiting, want %v", what, got, want)
+		}
+		if g := gauge() - before; g != float64(len(want)) {
+			t.Errorf("%s: the gauge counts %v waiting parents more than before, want %d", what, g, len(want))
 		}
 	}
 	newWidget := func(name string) *testapi.Widget {
@@ -115,4 +127,14 @@ func TestAGoneParentIsForgotten(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitUntil("a Widget deleted while not watched, once its group's CRD woke it", nil)
+	// Its wake-ups, scheduled by the CRD's events, end at the first that
+	// finds it forgotten.
+	var due float64
+	err = wait.PollUntilContextTimeout(t.Context(), 100*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		due = gaugeOf("due") - dueBefore
+		return due == 0, nil
+	})
+	if err != nil {
+		t.Errorf("the gauge counts %v parents more than before with wake-ups scheduled, want 0", due)
+	}
 }

@@ -42,6 +42,7 @@ func (w *waitIndex) schedule(parent types.NamespacedName) bool {
 	}
 	if w.due == nil {
 		w.due = map[types.NamespacedName]struct{}{}
+		waitIndexes.Add(w)
 	}
 	w.due[parent] = struct{}{}
 	return true
@@ -66,6 +67,7 @@ func (w *waitIndex) set(parent types.NamespacedName, groups []string, limit int)
 	if w.byGroup == nil {
 		w.byGroup = map[string]map[types.NamespacedName]struct{}{}
 		w.byParent = map[types.NamespacedName][]string{}
+		waitIndexes.Add(w)
 	}
 	for p := range w.byParent {
 		if len(w.byParent) < limit {
@@ -119,6 +121,14 @@ func (w *waitIndex) waiting(group string) []types.NamespacedName {
 	}
 	slices.SortFunc(out, func(a, b types.NamespacedName) int { return cmpStrings(a.Namespace, b.Namespace, a.Name, b.Name) })
 	return out
+}
+
+// sizes returns how many parents are remembered as waiting, and how many
+// have wake-ups scheduled.
+func (w *waitIndex) sizes() (waiting, due int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return len(w.byParent), len(w.due)
 }
 
 // len returns how many parents are remembered.

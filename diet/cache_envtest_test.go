@@ -21,6 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/reconcilekit/reconcilekit/diet"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/ownership"
 )
@@ -428,5 +429,62 @@ func TestACompactCacheHandsOutWhatAStructCacheWould(t *testing.T) {
 		if e.kind != "*v1.Pod" || !e.partial {
 			t.Errorf("a handler was given %s (a part: %v), want the Pod's part", e.kind, e.partial)
 		}
+	}
+}
+
+// TestACacheForgetsTheStringsOfObjectsThatAreGone: the strings Intern
+// shares among a cache's objects (their namespace's name, their finalizer,
+// their managers) are kept while a cached object holds them, and forgotten
+// once the objects are deleted, as the gauge
+// reconcilekit_diet_intern_entries says: an operator whose objects come
+// and go in namespaces of their own keeps no string of a namespace gone.
+func TestACacheForgetsTheStringsOfObjectsThatAreGone(t *testing.T) {
+	env.Require(t)
+	gauge := func() float64 { return metricstest.Settled(t, "reconcilekit_diet_intern_entries", nil) }
+	ns := env.Namespace(t)
+	c := env.Client(t)
+	cached, stop := startCacheOf(t, ns, cache.Options{DefaultTransform: diet.Intern()}, &testapi.Widget{})
+	defer stop()
+	before := gauge()
+	count := func() int {
+		var l testapi.WidgetList
+		if err := cached.List(t.Context(), &l); err != nil {
+			t.Fatal(err)
+		}
+		return len(l.Items)
+	}
+	var ws []*testapi.Widget
+	for i := range 3 {
+		w := &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: fmt.Sprintf("w-%d", i),
+			Labels: map[string]string{"team": "a"}}, Spec: testapi.WidgetSpec{Message: "echo hello"}}
+		if err := c.Create(t.Context(), w, client.FieldOwner(creatorManager)); err != nil {
+			t.Fatal(err)
+		}
+		ws = append(ws, w)
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return count() == len(ws), nil
+	}); err != nil {
+		t.Fatal("the cache never held the Widgets")
+	}
+	if held := gauge() - before; held < 3 {
+		t.Fatalf("with the Widgets cached, the table holds %v strings more than before, want their namespace, label and manager at least", held)
+	}
+	for _, w := range ws {
+		if err := c.Delete(t.Context(), w); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := wait.PollUntilContextTimeout(t.Context(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return count() == 0, nil
+	}); err != nil {
+		t.Fatal("the cache still holds Widgets")
+	}
+	var held float64
+	if err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+		held = gauge() - before
+		return held <= 0, nil
+	}); err != nil {
+		t.Errorf("once every Widget is gone the table holds %v strings more than before, want none", held)
 	}
 }

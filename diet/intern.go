@@ -1,8 +1,12 @@
 package diet
 
 import (
+	"hash/maphash"
 	"reflect"
+	"runtime"
 	"sync"
+	"unsafe"
+	"weak"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -13,8 +17,8 @@ import (
 // hold alike share one copy. Decoding gives every object its own copy of
 // each string: ten thousand objects in one namespace hold ten thousand
 // copies of its name, of their finalizer and of the type, status and reason
-// of each of their conditions. Intern replaces each such string by the
-// first copy it met of the same value; the object reads the same.
+// of each of their conditions. Intern replaces each such string by its
+// one copy of the same value; the object reads the same.
 //
 // It interns, of every object, the strings that name a kind of thing
 // rather than the object itself: metadata.namespace, the keys and values of
@@ -28,12 +32,15 @@ import (
 // to differ from one object to the next, are left as they are, and so is
 // a label value that is a UID (a child labelled with its owner's UID).
 //
-// The transform keeps the values it met in a table of its own, at most
-// 4,096 of them: when the table is full it starts afresh (the strings
-// already shared stay shared), so values that differ on every object (a
-// label holding a hash) cost a bounded table, never a growing one. It is
-// safe for concurrent use by the informers of one cache; [CacheOptions]
-// runs one after [ManagedFields] on every cache it sets up.
+// The transform keeps the values it met in a table of its own, each while
+// an object holds it: the table refers to its copy weakly, and the garbage
+// collector drops a value once no object holds it any more (the name of a
+// namespace whose objects are all gone, for example). It holds at most
+// 4,096 values: when the table is full of values in use it starts afresh
+// (the strings already shared stay shared), so values that differ on every
+// object (a label holding a hash) cost a bounded table, never a growing
+// one. It is safe for concurrent use by the informers of one cache;
+// [CacheOptions] runs one after [ManagedFields] on every cache it sets up.
 func Intern() toolscache.TransformFunc {
 	in := &interner{}
 	interners.Add(in)
@@ -49,27 +56,93 @@ const (
 
 // interner is the state of one Intern transform.
 type interner struct {
-	mu     sync.Mutex
-	values map[string]string
+	mu sync.Mutex
+	// values are the copies the objects share, by the hash of their value
+	// (a map keyed by the strings would hold them): each refers weakly to
+	// a copy of its own, which goes once no object holds it.
+	values map[uint64]internedValue
+	seed   maphash.Seed
+	// self is the interner, for the cleanups of its copies, which must not
+	// keep it.
+	self weak.Pointer[interner]
 	// plans is a sync.Map of reflect.Type to *conditionsPlan: where a
 	// typed object keeps its conditions.
 	plans sync.Map
 }
 
-// intern returns the interner's copy of s, adding s when it has none.
+// internedValue is a copy the objects share: its bytes, referred to
+// weakly, and its length.
+type internedValue struct {
+	data weak.Pointer[byte]
+	n    int
+}
+
+// value returns the copy, or false once no object holds it.
+func (v internedValue) value() (string, bool) {
+	p := v.data.Value()
+	if p == nil {
+		return "", false
+	}
+	return unsafe.String(p, v.n), true
+}
+
+// internMinAlloc is the smallest copy the interner makes: the runtime packs
+// smaller pointer-free allocations several to a slot, and a copy packed
+// with a string some object keeps would never be found unused.
+const internMinAlloc = 16
+
+// intern returns the interner's copy of s, making one when it has none.
 // Callers hold mu, or a lock of their own that guards the interner.
 func (in *interner) intern(s string) string {
 	if s == "" || len(s) > internMaxLen || isUID(s) {
 		return s
 	}
-	if v, ok := in.values[s]; ok {
-		return v
+	if in.values == nil {
+		in.values = make(map[uint64]internedValue, 64)
+		in.seed = maphash.MakeSeed()
+		in.self = weak.Make(in)
 	}
-	if in.values == nil || len(in.values) >= internMax {
-		in.values = make(map[string]string, 64)
+	h := maphash.String(in.seed, s)
+	if iv, ok := in.values[h]; ok {
+		v, held := iv.value()
+		switch {
+		case held && v == s:
+			return v
+		case held:
+			return s // another value of the same hash keeps the slot
+		}
 	}
-	in.values[s] = s
-	return s
+	if len(in.values) >= internMax {
+		in.values = make(map[uint64]internedValue, 64)
+	}
+	buf := make([]byte, max(len(s), internMinAlloc))
+	copy(buf, s)
+	p := &buf[0]
+	iv := internedValue{data: weak.Make(p), n: len(s)}
+	in.values[h] = iv
+	runtime.AddCleanup(p, forgetValue, unusedValue{in: in.self, hash: h, data: iv.data})
+	return unsafe.String(p, len(s))
+}
+
+// unusedValue is a copy of a value no object holds any more.
+type unusedValue struct {
+	in   weak.Pointer[interner]
+	hash uint64
+	data weak.Pointer[byte]
+}
+
+// forgetValue drops a copy no object holds from its table, unless the
+// table started afresh or holds another copy since.
+func forgetValue(u unusedValue) {
+	in := u.in.Value()
+	if in == nil {
+		return
+	}
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	if iv, ok := in.values[u.hash]; ok && iv.data == u.data {
+		delete(in.values, u.hash)
+	}
 }
 
 // transform interns the strings of obj that Intern names.

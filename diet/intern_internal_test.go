@@ -2,8 +2,11 @@ package diet
 
 import (
 	"fmt"
+	"runtime"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 	"unsafe"
 )
 
@@ -26,9 +29,63 @@ func TestInternHoldsABoundedTable(t *testing.T) {
 		t.Error("a value met twice after the table started afresh is not shared")
 	}
 	long := strings.Repeat("x", internMaxLen+1)
-	if in.intern(long); len(in.values) > 0 && in.values[long] != "" {
+	n := len(in.values)
+	if in.intern(long); len(in.values) != n {
 		t.Errorf("a string of %d bytes was kept; at most %d are", len(long), internMaxLen)
 	}
+}
+
+// TestInternForgetsAValueNoObjectHolds: the table keeps a value while an
+// object holds its copy, and forgets it once none does (the name of a
+// namespace whose objects are all gone), without waiting for the table to
+// fill; a value met again after that gets a new copy, shared from then on.
+func TestInternForgetsAValueNoObjectHolds(t *testing.T) {
+	in := &interner{}
+	held := func() []string {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		var out []string
+		for _, iv := range in.values {
+			if v, ok := iv.value(); ok {
+				out = append(out, v)
+			}
+		}
+		slices.Sort(out)
+		return out
+	}
+	size := func() int {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return len(in.values)
+	}
+	type object struct{ namespace string }
+	intern := func(s string) string {
+		in.mu.Lock()
+		defer in.mu.Unlock()
+		return in.intern(s)
+	}
+	kept := &object{intern(string([]byte("kept")))}
+	gone := []*object{{intern(string([]byte("soak-w001")))}, {intern(string([]byte("soak-w001")))}}
+	if unsafe.StringData(gone[0].namespace) != unsafe.StringData(gone[1].namespace) {
+		t.Fatal("two objects of one namespace do not share its name")
+	}
+	if got := held(); !slices.Equal(got, []string{"kept", "soak-w001"}) {
+		t.Fatalf("the table holds %q, want kept and soak-w001", got)
+	}
+	gone = nil
+	deadline := time.Now().Add(10 * time.Second)
+	for size() != 1 && time.Now().Before(deadline) {
+		runtime.GC()
+		time.Sleep(10 * time.Millisecond) // cleanups run in a goroutine of their own
+	}
+	if got, n := held(), size(); !slices.Equal(got, []string{"kept"}) || n != 1 {
+		t.Errorf("once no object holds soak-w001 the table holds %q in %d entries, want only kept", got, n)
+	}
+	a, b := intern(string([]byte("soak-w001"))), intern(string([]byte("soak-w001")))
+	if unsafe.StringData(a) != unsafe.StringData(b) {
+		t.Error("a value met again after it was forgotten is not shared")
+	}
+	runtime.KeepAlive(kept)
 }
 
 // TestInternLeavesUIDsAlone: a label value that is a UID (a child

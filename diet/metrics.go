@@ -18,7 +18,7 @@ var interners live.Set[interner]
 // (docs/metrics.md).
 var internEntries = func() prometheus.Collector {
 	c := live.NewGauge("reconcilekit_diet_intern_entries",
-		"Distinct strings the diet.Intern transforms of the process keep one copy of: at most 4096 per transform (a full table starts afresh).",
+		"Distinct strings the diet.Intern transforms of the process keep one copy of while a cached object holds it: at most 4096 per transform (a table full of strings in use starts afresh).",
 		nil, func() []int {
 			n := 0
 			interners.Each(func(in *interner) {

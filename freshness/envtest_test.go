@@ -3,6 +3,7 @@ package freshness_test
 import (
 	"context"
 	"fmt"
+	goruntime "runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -12,15 +13,19 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/finalizer"
 	"github.com/reconcilekit/reconcilekit/freshness"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest"
@@ -216,4 +221,67 @@ func testALoopNeverActsOnItsOwnStaleWrites(t *testing.T, g guard) {
 	if got["Done"] != widgets {
 		t.Errorf("events Done = %d, want %d", got["Done"], widgets)
 	}
+}
+
+// TestATrackerForgetsANamespaceWithItsLastObject: a Tracker remembers, per
+// informer, how far the informer got in each namespace, and forgets a
+// namespace once the informer holds no object of it, however its last
+// object went (deleted by this process or by another), as its gauge
+// reconcilekit_freshness_entries{map="namespaces"} says: a process that
+// works in a namespace of its own for each batch of objects does not keep
+// every namespace it ever worked in.
+func TestATrackerForgetsANamespaceWithItsLastObject(t *testing.T) {
+	gauge := func() float64 {
+		return metricstest.Settled(t, "reconcilekit_freshness_entries", map[string]string{"map": "namespaces"})
+	}
+	before := gauge()
+	a, b := env.Namespace(t), env.Namespace(t)
+	tracker := &freshness.Tracker{}
+	mgr, err := env.NewManager(testenv.ManagerOptions{Options: manager.Options{NewClient: tracker.NewClient,
+		Cache: cache.Options{DefaultNamespaces: map[string]cache.Config{a: {}, b: {}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	mgr.Run(t)
+	c := mgr.GetClient()
+	remembers := func(what string, want float64) {
+		t.Helper()
+		var got float64
+		err := wait.PollUntilContextTimeout(t.Context(), 50*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
+			got = gauge() - before
+			return got == want, nil
+		})
+		if err != nil {
+			t.Errorf("%s: the Tracker remembers %v namespaces, want %v", what, got, want)
+		}
+	}
+	var cms []*corev1.ConfigMap
+	for _, key := range []client.ObjectKey{{Namespace: a, Name: "one"}, {Namespace: a, Name: "two"}, {Namespace: b, Name: "three"}} {
+		cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
+		if err := c.Create(t.Context(), cm); err != nil {
+			t.Fatal(err)
+		}
+		// A read through the cache: the Tracker watches its informer.
+		if err := c.Get(t.Context(), key, &corev1.ConfigMap{}); err != nil {
+			t.Fatal(err)
+		}
+		cms = append(cms, cm)
+	}
+	remembers("objects in two namespaces", 2)
+	if err := c.Delete(t.Context(), cms[0]); err != nil {
+		t.Fatal(err)
+	}
+	if err := env.WaitGone(t.Context(), cms[0]); err != nil {
+		t.Fatal(err)
+	}
+	remembers("one object of the first namespace deleted, one left", 2)
+	if err := c.Delete(t.Context(), cms[1]); err != nil {
+		t.Fatal(err)
+	}
+	remembers("the last object of the first namespace deleted by this process", 1)
+	if err := env.Client(t).Delete(t.Context(), cms[2]); err != nil {
+		t.Fatal(err)
+	}
+	remembers("the last object of the second namespace deleted by another", 0)
+	goruntime.KeepAlive(tracker)
 }

@@ -24,7 +24,7 @@ var trackers live.Set[Tracker]
 // the process hold, summed over them, by map (docs/memory.md, "Bounds").
 var entries = func() prometheus.Collector {
 	c := live.NewGauge("reconcilekit_freshness_entries",
-		"Entries held by the freshness.Trackers of the process, by map: writes (remembered writes of this process, at most MaxEntries per Tracker, each at most TTL), waiters (objects a read waits for), namespaces (namespaces an informer delivered events of, at most 4096 per informer).",
+		"Entries held by the freshness.Trackers of the process, by map: writes (remembered writes of this process, at most MaxEntries per Tracker, each at most TTL), waiters (objects a read waits for), namespaces (namespaces an informer delivered events of and holds objects of, at most 4096 per informer).",
 		[]string{"writes", "waiters", "namespaces"}, func() []int {
 			var s sizes
 			trackers.Each(func(t *Tracker) { s = s.plus(t.sizes()) })

@@ -36,7 +36,8 @@ const (
 
 // maxNamespaces bounds, per informer, how many namespaces a Tracker
 // remembers the last event of: past it, it starts afresh (a write is then
-// remembered until its own event instead of being known as delivered).
+// remembered until its own event instead of being known as delivered). A
+// namespace is forgotten sooner, once the informer holds no object of it.
 const maxNamespaces = 4096
 
 // ErrStale is matched (errors.Is) by every [*StaleError].
@@ -94,8 +95,10 @@ var ErrInvalidTracker = errors.New("freshness: invalid Tracker")
 // deletion is delivered (an informer that lost its watch, during an API
 // server outage, delivers it when it lists again), and at most TTL, at
 // most MaxEntries writes; the reads waiting, one entry per object waited
-// for; and per informer the newest event of each namespace, at most 4096
-// namespaces (past that it starts afresh).
+// for; and per informer the newest event of each namespace, until the
+// informer holds no object of it any more (its last one deleted, while
+// watched or as the informer lists again after losing its watch), at most
+// 4096 namespaces (past that it starts afresh).
 type Tracker struct {
 	// Informers are the cache's informers (the manager's mgr.GetCache()),
 	// whose events wake a read waiting for the cache. NewClient sets them
@@ -128,10 +131,11 @@ type Tracker struct {
 	waiters   map[key][]chan struct{}
 	watched   map[watchKey]bool
 	// seen is, per informer and namespace ("" for cluster-scoped objects),
-	// the newest resourceVersion of an event the informer delivered: the
-	// cache has applied every write of that namespace up to it. One string
-	// per namespace and kind, so it stays small.
-	seen map[watchKey]map[string]string
+	// the newest resourceVersion of an event the informer delivered (the
+	// cache has applied every write of that namespace up to it), and how
+	// many objects of the namespace the informer holds, so that a namespace
+	// is forgotten with its last object.
+	seen map[watchKey]map[string]nsProgress
 	// uncached says which reads do not come from the cache, as the
 	// manager's client options say (NewClient); nil: typed and metadata
 	// reads do, unstructured ones do not (controller-runtime's default).
@@ -156,6 +160,19 @@ type key struct {
 type watchKey struct {
 	gvk  schema.GroupVersionKind
 	form string
+}
+
+// nsProgress is what a Tracker remembers of one namespace, per informer.
+type nsProgress struct {
+	// rv is the newest resourceVersion of an event the informer delivered
+	// in the namespace.
+	rv string
+	// objects counts the informer's adds of the namespace's objects less
+	// its deletes: the objects of the namespace the informer holds, when
+	// the Tracker saw every add (the informer replays its objects to a new
+	// handler as adds). It is below one when the Tracker did not, after it
+	// started afresh: then the namespace stays until the next start afresh.
+	objects int
 }
 
 // entry is what this process last wrote to one object.
@@ -455,7 +472,7 @@ func (t *Tracker) caughtUpLocked(wk watchKey, e entry) bool {
 	if !ok {
 		return false
 	}
-	c, err := resourceversion.CompareResourceVersion(seen, e.rv)
+	c, err := resourceversion.CompareResourceVersion(seen.rv, e.rv)
 	return err == nil && c >= 0
 }
 
@@ -584,9 +601,9 @@ func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, o
 		return false
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.observe(wk, o, false) },
-		UpdateFunc: func(_, o any) { t.observe(wk, o, false) },
-		DeleteFunc: func(o any) { t.observe(wk, o, true) },
+		AddFunc:    func(o any) { t.observe(wk, o, added) },
+		UpdateFunc: func(_, o any) { t.observe(wk, o, updated) },
+		DeleteFunc: func(o any) { t.observe(wk, o, deleted) },
 	}); err != nil {
 		return false
 	}
@@ -599,10 +616,21 @@ func (t *Tracker) watch(ctx context.Context, inf cache.Informers, wk watchKey, o
 	return true
 }
 
+// change is what an informer's event did to its cache: added an object,
+// updated one, or deleted one.
+type change int
+
+const (
+	added change = iota
+	updated
+	deleted
+)
+
 // observe is the informer event handler: the cache now holds o (or, when
-// gone, no longer does). It remembers how far the informer got in o's
-// namespace; an entry the event satisfies is dropped and its waiters woken.
-func (t *Tracker) observe(wk watchKey, o any, gone bool) {
+// deleted, no longer does). It remembers how far the informer got in o's
+// namespace, and forgets the namespace with its last object; an entry the
+// event satisfies is dropped and its waiters woken.
+func (t *Tracker) observe(wk watchKey, o any, ch change) {
 	if tomb, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
 		o = tomb.Obj
 	}
@@ -613,14 +641,14 @@ func (t *Tracker) observe(wk watchKey, o any, gone bool) {
 	k := key{gvk: wk.gvk, namespace: m.GetNamespace(), name: m.GetName()}
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	t.seeLocked(wk, m.GetNamespace(), m.GetResourceVersion())
+	t.seeLocked(wk, m.GetNamespace(), m.GetResourceVersion(), ch)
 	el, ok := t.entries[k]
 	if !ok {
 		return
 	}
 	e := el.Value.(*entry)
 	switch {
-	case gone:
+	case ch == deleted:
 		// The cache had this object and no longer has it: it went past
 		// every write of it. The deletion of an older object of the same
 		// name says nothing about the one this process wrote.
@@ -633,35 +661,55 @@ func (t *Tracker) observe(wk watchKey, o any, gone bool) {
 }
 
 // seeLocked records that the informer wk delivered an event at rv in
-// namespace ns; t.mu is held. A resourceVersion that is not an integer is
-// ignored.
-func (t *Tracker) seeLocked(wk watchKey, ns, rv string) {
+// namespace ns, which made its cache hold one object more, the same, or
+// one less (ch); t.mu is held. A resourceVersion that is not an integer is
+// ignored. The namespace is forgotten once its last object is deleted:
+// what is forgotten only makes a later write there wait for its own event.
+func (t *Tracker) seeLocked(wk watchKey, ns, rv string, ch change) {
 	if rv == "" {
 		return
 	}
 	byNS := t.seen[wk]
 	if byNS == nil {
 		if t.seen == nil {
-			t.seen = map[watchKey]map[string]string{}
+			t.seen = map[watchKey]map[string]nsProgress{}
 			trackers.Add(t)
 		}
-		byNS = map[string]string{}
+		byNS = map[string]nsProgress{}
 		t.seen[wk] = byNS
 	}
-	if old, ok := byNS[ns]; ok {
-		if c, err := resourceversion.CompareResourceVersion(rv, old); err != nil || c <= 0 {
+	old, ok := byNS[ns]
+	switch {
+	case ok:
+	case ch == deleted:
+		return // nothing remembered of the namespace, nothing to forget
+	default:
+		if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
 			return
 		}
-	} else if _, err := resourceversion.CompareResourceVersion(rv, rv); err != nil {
-		return
-	} else if len(byNS) >= maxNamespaces {
-		// Namespaces come and go, and nothing says when one is gone:
-		// start afresh rather than remember every namespace ever seen.
-		// What is forgotten only makes a write wait for its own event.
-		byNS = map[string]string{}
-		t.seen[wk] = byNS
+		if len(byNS) >= maxNamespaces {
+			// More namespaces hold objects than the bound: start afresh
+			// rather than remember every one.
+			byNS = map[string]nsProgress{}
+			t.seen[wk] = byNS
+		}
 	}
-	byNS[ns] = rv
+	p := old
+	switch ch {
+	case added:
+		p.objects++
+	case deleted:
+		p.objects--
+		if old.objects == 1 {
+			// Its last object is gone from the cache.
+			delete(byNS, ns)
+			return
+		}
+	}
+	if c, err := resourceversion.CompareResourceVersion(rv, old.rv); !ok || (err == nil && c > 0) {
+		p.rv = rv
+	}
+	byNS[ns] = p
 	// Reads waiting in this namespace may now be satisfied.
 	for k, ws := range t.waiters {
 		if k.gvk != wk.gvk || k.namespace != ns {

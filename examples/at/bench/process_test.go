@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -561,6 +562,9 @@ type procOptions struct {
 	// args are flags added to the command line (the At's --shards and
 	// lease timings).
 	args []string
+	// env is added to the process's environment (the soak's
+	// GODEBUG=memprofilerate for finer heap profiles).
+	env []string
 }
 
 // startProc runs the controller's binary: same flags for both, leader
@@ -591,7 +595,7 @@ func startProc(tb testing.TB, bins binaries, k kind, name string, o procOptions)
 		args = append(args, "--cache-diet=false")
 	}
 	args = append(args, o.args...)
-	var environ []string
+	environ := slices.Clone(o.env)
 	if k == libraryTracedAt {
 		environ = append(environ, tracedEnv...)
 	}
