@@ -156,6 +156,9 @@ func (t *Tracer) begin(ctx context.Context, req reconcile.Request, kind string, 
 		}
 		if e == nil || e.uid != obj.GetUID() {
 			t.mem.remove(req.NamespacedName)
+			if t.mem.byKey == nil {
+				tracers.Add(t) // for the gauge of what the Tracers remember
+			}
 			e = t.mem.add(req.NamespacedName, t.maxObjects())
 			e.uid = obj.GetUID()
 		}

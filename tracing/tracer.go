@@ -37,7 +37,9 @@ var ErrInvalidTracer = errors.New("tracing: invalid Tracer")
 // gone, the trace its current edit belongs to, what its last reconcile left
 // it waiting for and the links collected since: a few hundred bytes, for at
 // most MaxObjects objects (the least recently reconciled is forgotten
-// first). Keys are namespace and name, so use one Tracer per controller,
+// first; the gauge reconcilekit_tracing_entries counts them, summed over
+// the Tracers of the process). Keys are namespace and name, so use one
+// Tracer per controller,
 // as one requeue.Policy. It is safe for concurrent use; set its fields
 // before first use.
 type Tracer struct {

@@ -2,6 +2,7 @@ package tracing_test
 
 import (
 	"context"
+	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	crreconcile "sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/reconcilekit/reconcilekit/drift"
+	"github.com/reconcilekit/reconcilekit/internal/metricstest"
 	"github.com/reconcilekit/reconcilekit/internal/otlptest"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile"
@@ -362,8 +364,11 @@ func TestAnUnreachableCollectorNeverFailsAReconcile(t *testing.T) {
 }
 
 // TestMemoryIsBoundedAndForgetsTheGone: a Tracer remembers at most
-// MaxObjects objects, and forgets one whose reconcile finds it gone.
+// MaxObjects objects, and forgets one whose reconcile finds it gone; the
+// gauge reconcilekit_tracing_entries says so.
 func TestMemoryIsBoundedAndForgetsTheGone(t *testing.T) {
+	gauge := func() float64 { return metricstest.Settled(t, "reconcilekit_tracing_entries", nil) }
+	before := gauge()
 	f := newFixture(t, true)
 	f.tracer.MaxObjects = 2
 	for _, name := range []string{"a", "b", "c"} {
@@ -373,6 +378,9 @@ func TestMemoryIsBoundedAndForgetsTheGone(t *testing.T) {
 	if n := f.tracer.Len(); n != 2 {
 		t.Errorf("remembered: %d, want MaxObjects 2", n)
 	}
+	if n := gauge() - before; n != 2 {
+		t.Errorf("reconcilekit_tracing_entries: %v more than before, want the 2 remembered", n)
+	}
 	if err := f.c.Delete(t.Context(), &testapi.Widget{ObjectMeta: metav1.ObjectMeta{Namespace: f.ns, Name: "c"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -380,4 +388,8 @@ func TestMemoryIsBoundedAndForgetsTheGone(t *testing.T) {
 	if n := f.tracer.Len(); n != 1 {
 		t.Errorf("remembered after c is gone: %d, want 1", n)
 	}
+	if n := gauge() - before; n != 1 {
+		t.Errorf("reconcilekit_tracing_entries after c is gone: %v more than before, want 1", n)
+	}
+	runtime.KeepAlive(f.tracer) // the gauge counts the Tracers in use
 }
