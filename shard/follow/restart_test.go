@@ -20,7 +20,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/reconcilekit/reconcilekit/internal/envstart"
 	"github.com/reconcilekit/reconcilekit/internal/restart"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -72,10 +74,8 @@ func TestFollowingCachesSurviveAPIServerRestarts(t *testing.T) {
 }
 
 func testRestarts(t *testing.T, assets string, gated, watchList bool, outage time.Duration, lease [3]time.Duration) {
-	te := shardtest.ControlPlane(assets, gated)
-	cfg, err := te.Start()
+	te, cfg, err := envstart.Start(func(int) *envtest.Environment { return shardtest.ControlPlane(assets, gated) })
 	if err != nil {
-		_ = te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		t.Fatal(err)
 	}
 	api, err := restart.Find(cfg, "--cert-dir="+te.ControlPlane.APIServer.CertDir)

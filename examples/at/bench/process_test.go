@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/reconcilekit/reconcilekit/examples/at/bench"
+	"github.com/reconcilekit/reconcilekit/internal/envstart"
 	"github.com/reconcilekit/reconcilekit/internal/gobuild"
 	"github.com/reconcilekit/reconcilekit/internal/procs"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
@@ -123,37 +124,46 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 	if err != nil {
 		tb.Skip(err)
 	}
-	dir := tb.TempDir()
-	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(policyYAML), 0o600); err != nil {
-		tb.Fatal(err)
-	}
-	p := &plane{dir: dir, auditLog: filepath.Join(dir, "audit.log")}
-	p.te = &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        []string{"../config/crd"},
-		ErrorIfCRDPathMissing:    true,
-		Scheme:                   env.Scheme,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	p.te.ControlPlane.GetAPIServer().Configure().
-		Set("audit-policy-file", policy).
-		Set("audit-log-path", p.auditLog).
-		Set("audit-log-format", "json").
-		Set("audit-log-mode", "blocking").
-		// The log backend rotates at 100 MB by default, and a full run
-		// writes more: a file rotated under a tail's offset would hide
-		// requests. 0 disables rotation.
-		Set("audit-log-maxsize", "0")
-	if gated {
-		p.te.ControlPlane.GetAPIServer().Configure().Set("feature-gates", shardingGate)
-	}
-	cfg, err := p.te.Start()
+	base := tb.TempDir()
+	p := &plane{}
+	// A fresh directory and audit log per attempt: envstart starts a
+	// fresh plane when envtest gives up on the first too early.
+	te, cfg, err := envstart.Start(func(attempt int) *envtest.Environment {
+		p.dir = filepath.Join(base, fmt.Sprintf("attempt-%d", attempt))
+		p.auditLog = filepath.Join(p.dir, "audit.log")
+		policy := filepath.Join(p.dir, "audit-policy.yaml")
+		if err := os.MkdirAll(p.dir, 0o700); err != nil {
+			tb.Fatal(err)
+		}
+		if err := os.WriteFile(policy, []byte(policyYAML), 0o600); err != nil {
+			tb.Fatal(err)
+		}
+		te := &envtest.Environment{
+			BinaryAssetsDirectory:    assets,
+			CRDDirectoryPaths:        []string{"../config/crd"},
+			ErrorIfCRDPathMissing:    true,
+			Scheme:                   env.Scheme,
+			ControlPlaneStartTimeout: 2 * time.Minute,
+			ControlPlaneStopTimeout:  time.Minute,
+		}
+		te.ControlPlane.GetAPIServer().Configure().
+			Set("audit-policy-file", policy).
+			Set("audit-log-path", p.auditLog).
+			Set("audit-log-format", "json").
+			Set("audit-log-mode", "blocking").
+			// The log backend rotates at 100 MB by default, and a full run
+			// writes more: a file rotated under a tail's offset would hide
+			// requests. 0 disables rotation.
+			Set("audit-log-maxsize", "0")
+		if gated {
+			te.ControlPlane.GetAPIServer().Configure().Set("feature-gates", shardingGate)
+		}
+		return te
+	})
 	if err != nil {
-		_ = p.te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
 		tb.Fatalf("starting the audited control plane: %v", err)
 	}
+	p.te = te
 	// Attached, so that a test process that dies first (a panic, a
 	// timeout) does not leave the plane running under later measurements.
 	guard, err := testenv.Attach(p.te, testenv.Options{})

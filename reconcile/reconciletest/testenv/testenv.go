@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/reconcilekit/reconcilekit/internal/envstart"
 	"github.com/reconcilekit/reconcilekit/internal/envtestassets"
 )
 
@@ -253,24 +254,25 @@ func (e *Env) start(opts Options) error {
 	if err := needAssets(assets, opts); err != nil {
 		return err
 	}
-	te := &envtest.Environment{
-		BinaryAssetsDirectory:    assets,
-		CRDDirectoryPaths:        opts.CRDDirectoryPaths,
-		CRDs:                     opts.CRDs,
-		ErrorIfCRDPathMissing:    len(opts.CRDDirectoryPaths) > 0,
-		Scheme:                   e.Scheme,
-		ControlPlaneStartTimeout: 2 * time.Minute,
-		ControlPlaneStopTimeout:  time.Minute,
-	}
-	for name, value := range opts.APIServerFlags {
-		te.ControlPlane.GetAPIServer().Configure().Set(name, value)
-	}
-	cfg, err := te.Start()
+	// A fresh plane when envtest gives up on the first too early (it waits
+	// a fixed 5 s for the namespace "default", which a loaded machine can
+	// exceed); envstart stops a plane that failed to start.
+	te, cfg, err := envstart.Start(func(int) *envtest.Environment {
+		te := &envtest.Environment{
+			BinaryAssetsDirectory:    assets,
+			CRDDirectoryPaths:        opts.CRDDirectoryPaths,
+			CRDs:                     opts.CRDs,
+			ErrorIfCRDPathMissing:    len(opts.CRDDirectoryPaths) > 0,
+			Scheme:                   e.Scheme,
+			ControlPlaneStartTimeout: 2 * time.Minute,
+			ControlPlaneStopTimeout:  time.Minute,
+		}
+		for name, value := range opts.APIServerFlags {
+			te.ControlPlane.GetAPIServer().Configure().Set(name, value)
+		}
+		return te
+	})
 	if err != nil {
-		// envtest returns some errors (a CRD it cannot install, a user it
-		// cannot provision) with kube-apiserver and etcd running: stop
-		// them, or they outlive the test process.
-		_ = te.Stop()
 		return fmt.Errorf("testenv: starting the control plane from %s: %w", assets, err)
 	}
 	cfg.QPS, cfg.Burst = 500, 1000

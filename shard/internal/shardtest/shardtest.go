@@ -25,6 +25,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	"github.com/reconcilekit/reconcilekit/internal/envstart"
 	"github.com/reconcilekit/reconcilekit/internal/testapi"
 	"github.com/reconcilekit/reconcilekit/reconcile/reconciletest/testenv"
 	"github.com/reconcilekit/reconcilekit/shard"
@@ -91,9 +92,8 @@ func Main(m *testing.M, env *Env) int {
 		fmt.Fprintln(os.Stderr, "tests that need an API server will be skipped:", err)
 		return m.Run()
 	}
-	te := ControlPlane(assets, true)
-	if _, err := te.Start(); err != nil {
-		_ = te.Stop() // envtest may fail with the plane running (a CRD it cannot install)
+	te, _, err := envstart.Start(func(int) *envtest.Environment { return ControlPlane(assets, true) })
+	if err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: starting a control plane with --feature-gates=%s from %s: %v\n", Gate, assets, err)
 		return 1
 	}
