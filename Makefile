@@ -57,8 +57,8 @@ TESTFIRST := ./examples/at/bench ./shard/follow ./examples/at/internal/e2e ./exa
 # called controller and two apicompat: the packages are cut into groups
 # with one of each name, the first group run as before, the others beside
 # it (each a few seconds). The directory is in the user cache, shared by
-# every checkout (the binaries are built with -trimpath); delete it
-# whenever you like.
+# every checkout (the binaries are built with -trimpath), about 3 GB;
+# delete it whenever you like.
 TESTBIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reconcilekit/testbin
 # examples/kubebuilder/memcached is a module of its own (the kubebuilder
 # scaffold on reconcilekit): its vet and tests run in the background beside
@@ -93,7 +93,8 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
 	scaffold_log="$$(mktemp)"; extra_log="$$(mktemp)"; trap 'rm -f "$$scaffold_log" "$$extra_log"' EXIT; \
 	( cd examples/kubebuilder/memcached && $(GO) vet ./... && \
-	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/memcached/" $$($(GO) list ./... | grep -v /e2e) \
+	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/memcached/" \
+	    $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v /e2e) \
 	) > "$$scaffold_log" 2>&1 & scaffold=$$!; \
 	pkgs="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(TESTFIRST) ./...)"; \
 	group() { awk -F/ -v g="$$1" 'NF && ++seen[$$NF] == g' <<< "$$pkgs"; }; \
