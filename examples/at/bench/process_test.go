@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"net"
@@ -176,6 +177,7 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 		if err := p.te.Stop(); err != nil {
 			tb.Errorf("stopping the audited control plane: %v", err)
 		}
+		p.keepAudit(tb)
 	})
 	if p.apiserverPID, err = procs.ChildWith("kube-apiserver", "--audit-log-path="+p.auditLog); err != nil {
 		tb.Fatal(err)
@@ -190,6 +192,32 @@ func startPlaneWith(tb testing.TB, gated bool, policyYAML string) *plane {
 	}
 	p.namespaceNamed(tb, leaseNamespace)
 	return p
+}
+
+// keepAuditDir is where a failed test's audit logs are copied, when set:
+// the proofs judge from the audit log, which goes with the test's temporary
+// directory.
+var keepAuditDir = flag.String("at.keepaudit", "", "copy the audit log of a failed test's control plane into this directory")
+
+// keepAudit copies the plane's audit log into -at.keepaudit when the test
+// failed, named after the test, and says where.
+func (p *plane) keepAudit(tb testing.TB) {
+	if *keepAuditDir == "" || !tb.Failed() {
+		return
+	}
+	data, err := os.ReadFile(p.auditLog)
+	if err == nil {
+		err = os.MkdirAll(*keepAuditDir, 0o700)
+	}
+	name := filepath.Join(*keepAuditDir, strings.NewReplacer("/", "_", " ", "_").Replace(tb.Name())+".audit.log")
+	if err == nil {
+		err = os.WriteFile(name, data, 0o600)
+	}
+	if err != nil {
+		tb.Logf("keeping the audit log: %v", err)
+		return
+	}
+	tb.Logf("audit log kept in %s", name)
 }
 
 // namespace creates a namespace with a generated name.
