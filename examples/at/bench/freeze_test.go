@@ -131,8 +131,17 @@ func writesHoldingNothing(reqs []bench.AuditRequest, hs []holding, user string, 
 	return accepted, refused
 }
 
+// leaderTimings are the leader election timings of
+// TestAFrozenLeaderWritesNothingAfterItWakes: twice shardTimings. With
+// shardTimings' 3 s renew deadline, a CI run on a loaded machine (the API
+// server receiving requests seconds after they were sent) cost the new
+// leader its Lease too; it exited as controller-runtime does, and no
+// replica was left to finish the Ats. Nothing here needs a short lease: the
+// test has one freeze and no kill.
+var leaderTimings = leaseTimings{duration: 8 * time.Second, renew: 6 * time.Second, retry: time.Second}
+
 // TestAFrozenLeaderWritesNothingAfterItWakes runs the At unsharded, as
-// two replicas under leader election (shardTimings: a 4 s lease), each a
+// two replicas under leader election (leaderTimings: an 8 s lease), each a
 // process and user of its own, on 60 Ats due over 20 s, and freezes the
 // leader (SIGSTOP) for twice the lease duration while Ats fall due: the
 // standby takes over while it is frozen. Woken (SIGCONT), the old leader
@@ -152,7 +161,7 @@ func TestAFrozenLeaderWritesNothingAfterItWakes(t *testing.T) {
 		spreadOver = 20 * time.Second
 		freezeAt   = 10 * time.Second
 	)
-	lt := shardTimings
+	lt := leaderTimings
 	bins := buildAt(t)
 	pl := startPlaneGated(t, false)
 	ns := pl.namespace(t, "leader")

@@ -118,6 +118,13 @@ func Example() {
 	}
 	fmt.Println("greeting:", cm.Annotations["example.com/greeting"])
 	key := client.ObjectKeyFromObject(cm)
+	// The controller's own patch wakes it once more. WaitConverged may
+	// return before that reconcile starts (it was queued, not running):
+	// wait for it rather than count too early.
+	if err := mgr.Reconciles.Wait(ctx, key, 2); err != nil {
+		fmt.Println(err)
+		return
+	}
 	fmt.Println("reconciles to converge, at least 2 (the create, then the controller's own patch):", mgr.Reconciles.Count(key) >= 2)
 
 	// A resync: every request of the manager is counted from here.
