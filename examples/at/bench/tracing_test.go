@@ -40,6 +40,14 @@ func BenchmarkTracing(b *testing.B) {
 	if section == "" {
 		b.Fatal("no trial ran the At traced beside the At")
 	}
+	// Each round's table (printed: a benchmark's log keeps ten lines): the
+	// writes by target, refused writes, requests and reconciles, which say
+	// where a difference in writes per At comes from.
+	for _, t := range cmp.trials {
+		for i, rd := range t.rounds {
+			fmt.Printf("\n%s, round %d:\n\n%s", t.sc, i+1, t.table(rd).Markdown())
+		}
+	}
 	fmt.Printf("\n%s", section)
 	if *tracingReport == "" {
 		return
