@@ -60,6 +60,10 @@ TESTFIRST := ./examples/at/bench ./shard/follow ./examples/at/internal/e2e ./exa
 # every checkout (the binaries are built with -trimpath), about 3 GB;
 # delete it whenever you like.
 TESTBIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reconcilekit/testbin
+# LIST_TESTED lists the packages of the patterns after it that have tests:
+# go test -o counts a package without tests against the one binary name per
+# directory too.
+LIST_TESTED = $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}'
 # examples/kubebuilder/memcached is a module of its own (the kubebuilder
 # scaffold on reconcilekit): its vet and tests run in the background beside
 # the main go test, their output printed after it, so that its 20 s are not
@@ -94,9 +98,9 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 	scaffold_log="$$(mktemp)"; extra_log="$$(mktemp)"; trap 'rm -f "$$scaffold_log" "$$extra_log"' EXIT; \
 	( cd examples/kubebuilder/memcached && $(GO) vet ./... && \
 	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/memcached/" \
-	    $$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' ./... | grep -v /e2e) \
+	    $$($(LIST_TESTED) ./... | grep -v /e2e) \
 	) > "$$scaffold_log" 2>&1 & scaffold=$$!; \
-	pkgs="$$($(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}' $(TESTFIRST) ./...)"; \
+	pkgs="$$($(LIST_TESTED) $(TESTFIRST) ./...)"; \
 	group() { awk -F/ -v g="$$1" 'NF && ++seen[$$NF] == g' <<< "$$pkgs"; }; \
 	( status=0; g=2; while [ -n "$$(group $$g)" ]; do \
 	    KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/$$g/" $$(group $$g) || status=1; \
