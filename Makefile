@@ -37,11 +37,27 @@ TESTPARALLEL ?= -p 4 -timeout 45m
 # TESTLINK links the test binaries without DWARF (-ldflags=-w): nothing
 # make test runs reads it (a race report, a panic and a failed test name
 # their functions, files and lines from the binary's own tables, which
-# stay). Linking the 47 race-built test binaries is about 150 s of make
-# test's CPU (3.3 s each, most of it reading the packages' objects); the
-# DWARF phases are about an eighth of a link. A debugger wants DWARF: go
+# stay). A race-built test binary takes about 3.3 s of CPU to link, most of
+# it reading the packages' objects (TESTBIN below links only those whose
+# code changed); the DWARF phases are about an eighth of a link. A debugger wants DWARF: go
 # test builds it when run without make.
 TESTLINK ?= -ldflags=-w
+# TESTRUNTIME is the Go runtime's settings for every process make test
+# starts: the test binaries and, through them, kube-apiserver, etcd and the
+# operators they run. make test runs four packages at once on 2 cores, a
+# dozen processes or more: with GOMAXPROCS at the number of cores each
+# process keeps threads spinning for work that another process holds the
+# core for, and its garbage collector runs on every core. One P each
+# (GOMAXPROCS=1) and fewer collections (GOGC=400: the heap grows to five
+# times what is live before one, not twice; the tests' processes are small
+# beside the machine's memory) measured, on this repository's 2-core machine
+# with warm caches: make test 881 CPU-s before (a clean clone's .ci/run),
+# 778 with GOMAXPROCS=1 alone and 737 with both (one run each; runs of the
+# same code vary by up to a quarter); a kube-apiserver start alone 2.4-3.0
+# CPU-s before (11 runs) and 1.9-2.1 with GOMAXPROCS=1 (3 runs). Tests still
+# run in parallel (goroutines, not cores, are what t.Parallel and the race
+# detector need). make test TESTRUNTIME= runs with Go's defaults.
+TESTRUNTIME ?= GOMAXPROCS=1 GOGC=400
 # TESTFIRST are the packages whose tests take longest, slowest first: go
 # test starts packages in the order it is given them, so these start at
 # once instead of in alphabetical turn, and none is left running alone at
@@ -97,16 +113,16 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
 	scaffold_log="$$(mktemp)"; extra_log="$$(mktemp)"; trap 'rm -f "$$scaffold_log" "$$extra_log"' EXIT; \
 	( cd examples/kubebuilder/memcached && $(GO) vet ./... && \
-	  KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/memcached/" \
+	  KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/memcached/" \
 	    $$($(LIST_TESTED) ./... | grep -v /e2e) \
 	) > "$$scaffold_log" 2>&1 & scaffold=$$!; \
 	pkgs="$$($(LIST_TESTED) $(TESTFIRST) ./...)"; \
 	group() { awk -F/ -v g="$$1" 'NF && ++seen[$$NF] == g' <<< "$$pkgs"; }; \
 	( status=0; g=2; while [ -n "$$(group $$g)" ]; do \
-	    KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/$$g/" $$(group $$g) || status=1; \
+	    KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/$$g/" $$(group $$g) || status=1; \
 	    g=$$((g + 1)); done; exit $$status \
 	) > "$$extra_log" 2>&1 & extra=$$!; \
-	KUBEBUILDER_ASSETS="$$assets" $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/1/" $$(group 1) && status=0 || status=$$?; \
+	KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/1/" $$(group 1) && status=0 || status=$$?; \
 	wait $$extra && extra_status=0 || extra_status=$$?; \
 	echo "packages whose test binary shares its name with one above (run beside it: see TESTBIN)"; \
 	cat "$$extra_log"; \
