@@ -34,29 +34,30 @@ APICOMPAT = $(GO) run ./internal/cmd/apicompat
 # package may take longer than go test's default timeout of 10 minutes on a
 # loaded machine.
 TESTPARALLEL ?= -p 4 -timeout 45m
-# TESTLINK links the test binaries without DWARF (-ldflags=-w): nothing
-# make test runs reads it (a race report, a panic and a failed test name
-# their functions, files and lines from the binary's own tables, which
-# stay). A race-built test binary takes about 3.3 s of CPU to link, most of
-# it reading the packages' objects (TESTBIN below links only those whose
-# code changed); the DWARF phases are about an eighth of a link. A debugger wants DWARF: go
-# test builds it when run without make.
+# TESTLINK links the test binaries without DWARF (-ldflags=-w): nothing make
+# test runs reads it (a race report, a panic and a failed test name their
+# functions, files and lines from the binary's own tables, which stay). A
+# race-built test binary takes about 3.3 s of CPU to link, most of it
+# reading the packages' objects (TESTBIN below links only those whose code
+# changed); the DWARF phases are about an eighth of a link. A debugger wants
+# DWARF: go test builds it when run without make.
 TESTLINK ?= -ldflags=-w
 # TESTRUNTIME is the Go runtime's settings for every process make test
 # starts: the test binaries and, through them, kube-apiserver, etcd and the
 # operators they run. make test runs four packages at once on 2 cores, a
 # dozen processes or more: with GOMAXPROCS at the number of cores each
-# process keeps threads spinning for work that another process holds the
-# core for, and its garbage collector runs on every core. One P each
-# (GOMAXPROCS=1) and fewer collections (GOGC=400: the heap grows to five
-# times what is live before one, not twice; the tests' processes are small
-# beside the machine's memory) measured, on this repository's 2-core machine
-# with warm caches: make test 881 CPU-s before (a clean clone's .ci/run),
-# 778 with GOMAXPROCS=1 alone and 737 with both (one run each; runs of the
-# same code vary by up to a quarter); a kube-apiserver start alone 2.4-3.0
-# CPU-s before (11 runs) and 1.9-2.1 with GOMAXPROCS=1 (3 runs). Tests still
-# run in parallel (goroutines, not cores, are what t.Parallel and the race
-# detector need). make test TESTRUNTIME= runs with Go's defaults.
+# process runs threads on every core (spinning for work that another process
+# holds the core for, collecting garbage). One P each (GOMAXPROCS=1) and
+# fewer collections (GOGC=400: the heap grows to five times what is live
+# before one, not twice; the tests' processes are small beside the machine's
+# memory) measured, on this repository's 2-core machine with warm caches:
+# make test 881 CPU-s before (a clean clone's .ci/run), 778 with
+# GOMAXPROCS=1 alone and 737 with both (one run each), and a clean clone's
+# .ci/run with both 776 and 762 (runs of the same code vary by up to a
+# quarter); a kube-apiserver start alone 2.4-3.0 CPU-s before (11 runs) and
+# 1.9-2.1 with GOMAXPROCS=1 (3 runs). Tests still run in parallel
+# (goroutines, not cores, are what t.Parallel and the race detector need).
+# make test TESTRUNTIME= runs with Go's defaults.
 TESTRUNTIME ?= GOMAXPROCS=1 GOGC=400
 # TESTFIRST are the packages whose tests take longest, slowest first: go
 # test starts packages in the order it is given them, so these start at
