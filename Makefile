@@ -53,11 +53,12 @@ TESTLINK ?= -ldflags=-w
 # memory) measured, on this repository's 2-core machine with warm caches:
 # make test 881 CPU-s before (a clean clone's .ci/run), 778 with
 # GOMAXPROCS=1 alone and 737 with both (one run each), and a clean clone's
-# .ci/run with both 776 and 762 (runs of the same code vary by up to a
-# quarter); a kube-apiserver start alone 2.4-3.0 CPU-s before (11 runs) and
-# 1.9-2.1 with GOMAXPROCS=1 (3 runs). Tests still run in parallel
-# (goroutines, not cores, are what t.Parallel and the race detector need).
-# make test TESTRUNTIME= runs with Go's defaults.
+# .ci/run with both 740-875 in four runs, 805-1,023 in six before (runs of
+# the same code vary by up to a quarter); a kube-apiserver start alone
+# 2.4-3.0 CPU-s before (11 runs) and 1.9-2.1 with GOMAXPROCS=1 (3 runs).
+# Tests still run in parallel (goroutines, not cores, are what t.Parallel
+# and the race detector need). make test TESTRUNTIME= runs with Go's
+# defaults.
 TESTRUNTIME ?= GOMAXPROCS=1 GOGC=400
 # TESTFIRST are the packages whose tests take longest, slowest first: go
 # test starts packages in the order it is given them, so these start at
