@@ -82,6 +82,10 @@ TESTBIN ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/reconcilekit/testbin
 # go test -o counts a package without tests against the one binary name per
 # directory too.
 LIST_TESTED = $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}{{end}}'
+# RACETEST is make test's go test command, for each of its groups and for
+# the kubebuilder scaffold alike: the envtest binaries, TESTRUNTIME, -race and
+# the flags above (assets is a shell variable the recipe sets).
+RACETEST = KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS)
 # examples/kubebuilder/memcached is a module of its own (the kubebuilder
 # scaffold on reconcilekit): its vet and tests run in the background beside
 # the main go test, their output printed after it, so that its 20 s are not
@@ -115,16 +119,16 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
 	scaffold_log="$$(mktemp)"; extra_log="$$(mktemp)"; trap 'rm -f "$$scaffold_log" "$$extra_log"' EXIT; \
 	( cd examples/kubebuilder/memcached && $(GO) vet ./... && \
-	  KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/memcached/" \
+	  $(RACETEST) -o "$(TESTBIN)/memcached/" \
 	    $$($(LIST_TESTED) ./... | grep -v /e2e) \
 	) > "$$scaffold_log" 2>&1 & scaffold=$$!; \
 	pkgs="$$($(LIST_TESTED) $(TESTFIRST) ./...)"; \
 	group() { awk -F/ -v g="$$1" 'NF && ++seen[$$NF] == g' <<< "$$pkgs"; }; \
 	( status=0; g=2; while [ -n "$$(group $$g)" ]; do \
-	    KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/$$g/" $$(group $$g) || status=1; \
+	    $(RACETEST) -o "$(TESTBIN)/$$g/" $$(group $$g) || status=1; \
 	    g=$$((g + 1)); done; exit $$status \
 	) > "$$extra_log" 2>&1 & extra=$$!; \
-	KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS) -o "$(TESTBIN)/1/" $$(group 1) && status=0 || status=$$?; \
+	$(RACETEST) -o "$(TESTBIN)/1/" $$(group 1) && status=0 || status=$$?; \
 	wait $$extra && extra_status=0 || extra_status=$$?; \
 	echo "packages whose test binary shares its name with one above (run beside it: see TESTBIN)"; \
 	cat "$$extra_log"; \
