@@ -21,6 +21,7 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
@@ -377,24 +378,24 @@ func TestLoopWritesStatusAndFinalizersAsItsFieldOwner(t *testing.T) {
 }
 
 // TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce drives the loop from
-// a real controller: a permanent error must not be retried.
+// a real controller: a permanent error must not be retried. The manager
+// caches the test's namespace alone: its Loop writes the status of every
+// Widget it reconciles, and must write no other test's.
 func TestLoopUnderAManagerReconcilesAStalledObjectOnlyOnce(t *testing.T) {
 	reconciletest.CheckGoroutines(t)
 	c := env.Client(t)
+	ns := env.Namespace(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:     env.Scheme,
 		Metrics:    metricsserver.Options{BindAddress: "0"},
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:      cache.Options{DefaultNamespaces: map[string]cache.Config{ns: {}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ns := env.Namespace(t)
 	var calls atomic.Int32
 	loop := reconcile.New(mgr.GetClient(), "loop-test", func(_ context.Context, w *testapi.Widget) (reconcile.Progress, error) {
-		if w.Namespace != ns {
-			return reconcile.Progress{}, nil
-		}
 		calls.Add(1)
 		return reconcile.Progress{}, errors.Permanent(fmt.Errorf("cannot handle %q", w.Spec.Message))
 	})
