@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	"sigs.k8s.io/controller-runtime/pkg/event"
@@ -189,19 +190,22 @@ func TestEnqueueLinkedOwner(t *testing.T) {
 // TestLinkedChildChangesReconcileTheOwner runs a real controller for Widgets
 // that watches ConfigMaps in other namespaces and ClusterRoles through
 // EnqueueLinkedOwner, and checks that creating, updating and deleting a
-// linked child reconciles the owner.
+// linked child reconciles the owner. Its cache holds only the owner's
+// namespace and the child's (and the ClusterRoles, cluster-scoped), so
+// that it watches no other test's objects.
 func TestLinkedChildChangesReconcileTheOwner(t *testing.T) {
 	env.Require(t)
+	ownerNS, childNS := env.Namespace(t), env.Namespace(t)
 	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+		Cache:                  cache.Options{DefaultNamespaces: map[string]cache.Config{ownerNS: {}, childNS: {}}},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ownerNS, childNS := env.Namespace(t), env.Namespace(t)
 	requests := make(chan reconcile.Request, 100)
 	if err := ctrl.NewControllerManagedBy(mgr).Named("linked").
 		For(&testapi.Widget{}).
