@@ -86,6 +86,15 @@ LIST_TESTED = $(GO) list -f '{{if or .TestGoFiles .XTestGoFiles}}{{.ImportPath}}
 # the kubebuilder scaffold alike: the envtest binaries, TESTRUNTIME, -race and
 # the flags above (assets is a shell variable the recipe sets).
 RACETEST = KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) $(GO) test -race -count=1 $(TESTPARALLEL) $(TESTLINK) $(TESTFLAGS)
+# SHARED_PLANES: make test starts two control planes of testenv.Serve
+# (cmd/testenv-plane), one with kube-apiserver and etcd only, one with
+# kube-controller-manager and kwok too, and names them in
+# RECONCILEKIT_TESTENV_PLANES: the packages whose TestMain sets
+# testenv.Options.Shared run on them instead of starting a plane each.
+# make test SHARED_PLANES= starts none (every package starts its own).
+SHARED_PLANES ?= plain nodes
+PLANE_FLAGS_plain :=
+PLANE_FLAGS_nodes := -controller-manager -kwok
 # examples/kubebuilder/memcached is a module of its own (the kubebuilder
 # scaffold on reconcilekit): its vet and tests run in the background beside
 # the main go test, their output printed after it, so that its 20 s are not
@@ -110,6 +119,18 @@ test generate verify-generate: export GOFLAGS := $(TRIMPATH_GOFLAGS)
 test: verify-generate ## Obtain envtest assets, vet, check formatting, compare the API with the last release, run every test with -race.
 	@assets="$$($(ENVTEST_ASSETS) $(CONTROLLER_ASSETS))"; \
 	echo "KUBEBUILDER_ASSETS=$$assets"; \
+	scaffold_log="$$(mktemp)"; extra_log="$$(mktemp)"; planes_dir="$$(mktemp -d)"; plane_pids=; \
+	trap 'kill $$plane_pids 2>/dev/null; wait $$plane_pids 2>/dev/null; rm -rf "$$scaffold_log" "$$extra_log" "$$planes_dir"' EXIT; \
+	if [ -n "$(strip $(SHARED_PLANES))" ]; then \
+	  $(GO) build -o "$(TESTBIN)/testenv-plane" ./cmd/testenv-plane || exit 1; \
+	  RECONCILEKIT_TESTENV_PLANES=; for plane in $(SHARED_PLANES); do \
+	    case $$plane in plain) flags="$(PLANE_FLAGS_plain)";; nodes) flags="$(PLANE_FLAGS_nodes)";; \
+	      *) echo "SHARED_PLANES: unknown plane $$plane (plain, nodes)"; exit 1;; esac; \
+	    KUBEBUILDER_ASSETS="$$assets" $(TESTRUNTIME) "$(TESTBIN)/testenv-plane" -o "$$planes_dir/$$plane.json" $$flags \
+	      > "$$planes_dir/$$plane.log" 2>&1 & plane_pids="$$plane_pids $$!"; \
+	    RECONCILEKIT_TESTENV_PLANES="$${RECONCILEKIT_TESTENV_PLANES:+$$RECONCILEKIT_TESTENV_PLANES:}$$planes_dir/$$plane.json"; \
+	  done; \
+	fi; \
 	unformatted="$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))"; \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed on:"; echo "$$unformatted"; exit 1; fi; \
 	$(GO) vet ./... || exit 1; \
@@ -117,11 +138,18 @@ test: verify-generate ## Obtain envtest assets, vet, check formatting, compare t
 	if $(GO) list -m all | grep -q '^k8s.io/kubernetes '; then echo "k8s.io/kubernetes leaked into go.mod"; exit 1; fi; \
 	if $(GO) list -deps -test ./... | grep -qE '^(k8s.io/kubernetes|go.etcd.io/etcd/server)/'; then \
 		echo "a package of k8s.io/kubernetes or etcd's server is compiled into reconcilekit"; exit 1; fi; \
-	scaffold_log="$$(mktemp)"; extra_log="$$(mktemp)"; trap 'rm -f "$$scaffold_log" "$$extra_log"' EXIT; \
 	( cd examples/kubebuilder/memcached && $(GO) vet ./... && \
 	  $(RACETEST) -o "$(TESTBIN)/memcached/" \
 	    $$($(LIST_TESTED) ./... | grep -v /e2e) \
 	) > "$$scaffold_log" 2>&1 & scaffold=$$!; \
+	if [ -n "$(strip $(SHARED_PLANES))" ]; then \
+	  export RECONCILEKIT_TESTENV_PLANES; \
+	  for plane in $(SHARED_PLANES); do \
+	    until [ -s "$$planes_dir/$$plane.json" ]; do \
+	      if ! kill -0 $$plane_pids 2>/dev/null; then echo "the shared control plane $$plane did not start:"; cat "$$planes_dir"/*.log; exit 1; fi; \
+	      sleep 0.2; done; \
+	  done; \
+	fi; \
 	pkgs="$$($(LIST_TESTED) $(TESTFIRST) ./...)"; \
 	group() { awk -F/ -v g="$$1" 'NF && ++seen[$$NF] == g' <<< "$$pkgs"; }; \
 	( status=0; g=2; while [ -n "$$(group $$g)" ]; do \

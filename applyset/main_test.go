@@ -21,5 +21,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme, apiextensionsv1.AddToScheme},
+		Shared:            true,
 	})
 }

@@ -17,5 +17,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
+		Shared:            true,
 	})
 }

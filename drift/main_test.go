@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		CRDs:              []*apiextensionsv1.CustomResourceDefinition{gadgetCRD},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
+		Shared:            true,
 	})
 }
 

@@ -27,5 +27,6 @@ func TestMain(m *testing.M) {
 		// BenchmarkChildStatusChange starts a control plane of its own,
 		// without the controllers: a benchmark-only run needs this one not.
 		PureBenchmarks: true,
+		Shared:         true,
 	})
 }

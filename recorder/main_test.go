@@ -19,5 +19,6 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		// BenchmarkRetainedBytesPerEvent needs no API server.
 		PureBenchmarks: true,
+		Shared:         true,
 	})
 }

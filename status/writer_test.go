@@ -35,6 +35,7 @@ func TestMain(m *testing.M) {
 		CRDDirectoryPaths: []string{"../internal/testapi/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
 		PureBenchmarks:    true,
+		Shared:            true,
 	})
 }
 

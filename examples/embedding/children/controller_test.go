@@ -25,6 +25,7 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../config/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{webv1.AddToScheme},
+		Shared:            true,
 	})
 }
 

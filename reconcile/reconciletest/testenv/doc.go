@@ -9,6 +9,9 @@
 //     ([Start]), with a namespace per test ([Env.Namespace]) so parallel
 //     tests share it safely, which does not outlive the test process when
 //     a test panics or runs past -timeout (on Linux);
+//   - one plane for the packages whose tests keep to themselves, instead of
+//     one each ([Options.Shared], served by [Serve] or cmd/testenv-plane
+//     and named in [PlanesEnv]), for a CI run of many packages;
 //   - uncached clients that read what the server stored ([Env.Client],
 //     [Env.CountingClient]);
 //   - a [Manager] per test: every request it sends, from every client

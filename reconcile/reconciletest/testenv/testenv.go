@@ -80,6 +80,22 @@ type Options struct {
 	// server that records its spans (docs/tracing.md) or {"feature-gates":
 	// "..."}. Nil adds none.
 	APIServerFlags map[string]string
+	// Shared lets [Main] run the package's tests on a control plane that
+	// other packages' tests use at the same time, one that [PlanesEnv]
+	// names and that runs what ControllerManager and Kwok ask for (no
+	// APIServerFlags): a plane of [Serve], which make test starts for the
+	// library's own packages. Main then starts no plane, installs the
+	// package's CRDs there (see [CRDHashAnnotation]) and leaves the plane
+	// running when the tests end. Without such a plane Main starts one of
+	// its own, as when Shared is false.
+	//
+	// Set it only when the tests keep to themselves: every object in a
+	// namespace of their own ([Env.Namespace]), no cluster-scoped object
+	// under a fixed name, managers restricted to the test's namespaces
+	// ([ManagerOptions.Namespace]), no assertion about what the whole
+	// cluster holds or what the API server counted, no test that stops or
+	// restarts the plane.
+	Shared bool
 }
 
 // Env is a running control plane: a real kube-apiserver and etcd, started by
@@ -106,6 +122,11 @@ type Env struct {
 	reader      client.Client
 	// attached: te was started by someone else, who stops it.
 	attached bool
+	// shared is the plane file of the shared plane the Env is attached
+	// to (Options.Shared), te nil; kubeconfig reaches that plane (a
+	// string, so that Env stays comparable).
+	shared     string
+	kubeconfig string
 	// What Options.ControllerManager and Options.Kwok started (a pointer,
 	// so that Env stays comparable).
 	extra *components
@@ -302,7 +323,7 @@ func (e *Env) start(opts Options) error {
 // running does nothing. An Env of [Attach] only forgets the control plane:
 // whoever started it stops it.
 func (e *Env) Stop() error {
-	if e == nil || e.te == nil {
+	if e == nil || (e.te == nil && e.shared == "") {
 		return nil
 	}
 	err := e.stopControllers()
@@ -313,6 +334,7 @@ func (e *Env) Stop() error {
 	// have exited, and its directories hold the logs the error names.
 	_ = e.watchdog.dismiss()
 	e.Config, e.te, e.reader, e.watchdog = nil, nil, nil, nil
+	e.shared, e.kubeconfig = "", ""
 	e.reason = "testenv: the control plane was stopped"
 	if err != nil {
 		return fmt.Errorf("testenv: stopping the control plane: %w", err)
@@ -338,7 +360,8 @@ func (e *Env) Stop() error {
 // workers run TestMain too) starts no control plane: fuzz targets test pure
 // functions. env.Scheme is filled in every case. A test that panics or runs
 // past -timeout ends the process before Main stops the plane: its watchdog
-// does (see [Start]).
+// does (see [Start]). With [Options.Shared], Main attaches the tests to a
+// shared plane instead, when [PlanesEnv] names one that matches.
 func Main(m *testing.M, env *Env, opts Options) {
 	os.Exit(run(m, env, opts))
 }
@@ -355,6 +378,21 @@ func run(m *testing.M, env *Env, opts Options) int {
 		(opts.PureBenchmarks && lookup("test.run") == "^$") {
 		env.reason = "testenv: no API server is started for a fuzzing or benchmark-only run"
 		return m.Run()
+	}
+	path, p, err := sharedPlane(opts)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "FAIL:", err)
+		return 1
+	}
+	if path != "" {
+		if err := env.attachShared(opts, path, p); err != nil {
+			fmt.Fprintln(os.Stderr, "FAIL:", err)
+			return 1
+		}
+		fmt.Fprintln(os.Stderr, "testenv: the tests run on the shared control plane of", path)
+		code := m.Run()
+		_ = env.Stop()
+		return code
 	}
 	if err := env.start(opts); err != nil {
 		if !errors.Is(err, ErrNoAssets) || os.Getenv("CI") != "" {
@@ -428,13 +466,15 @@ func (e *Env) Namespace(t testing.TB) string {
 func (e *Env) Kubeconfig(t testing.TB) string {
 	t.Helper()
 	e.Require(t)
-	user, err := e.addUser(e.te, "testenv-admin")
-	if err != nil {
-		t.Fatalf("testenv: add user: %v", err)
-	}
-	data, err := user.KubeConfig()
-	if err != nil {
-		t.Fatalf("testenv: kubeconfig: %v", err)
+	data := []byte(e.kubeconfig)
+	if e.kubeconfig == "" {
+		user, err := e.addUser(e.te, "testenv-admin")
+		if err != nil {
+			t.Fatalf("testenv: add user: %v", err)
+		}
+		if data, err = user.KubeConfig(); err != nil {
+			t.Fatalf("testenv: kubeconfig: %v", err)
+		}
 	}
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := os.WriteFile(path, data, 0o600); err != nil {

@@ -43,8 +43,12 @@ func TestMain(m *testing.M) {
 		_ = flag.Set("test.skip", "^Example")
 	}
 	testenv.Main(m, &env, testenv.Options{
-		CRDDirectoryPaths: []string{"../../../internal/testapi/crd"},
+		CRDDirectoryPaths: []string{testapiCRDs},
 		AddToScheme:       []func(*runtime.Scheme) error{testapi.AddToScheme},
+		// The package's own tests start and stop planes of their own and
+		// look at the processes: only the child of
+		// TestMainAttachesASharedPackageToAServedPlane shares one.
+		Shared: sharedChild,
 	})
 }
 

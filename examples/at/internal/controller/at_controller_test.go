@@ -42,6 +42,7 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../../config/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{atv1.AddToScheme},
+		Shared:            true,
 	})
 }
 

@@ -41,13 +41,16 @@ import (
 // testenv.Main: the Website CRD at path (relative to the test package) and
 // the Website types, on a control plane that runs the controllers of a
 // cluster (kube-controller-manager, and kwok as a kubelet), so that a
-// Website's Deployment rolls out as it would in one.
+// Website's Deployment rolls out as it would in one. The guide's tests keep
+// to their namespaces, so its packages share such a plane when one is
+// served (testenv.Options.Shared; make test serves one).
 func CRDs(path string) testenv.Options {
 	return testenv.Options{
 		CRDDirectoryPaths: []string{path},
 		AddToScheme:       []func(*runtime.Scheme) error{webv1.AddToScheme},
 		ControllerManager: true,
 		Kwok:              true,
+		Shared:            true,
 	}
 }
 

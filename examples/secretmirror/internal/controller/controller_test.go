@@ -31,6 +31,7 @@ func TestMain(m *testing.M) {
 	testenv.Main(m, &env, testenv.Options{
 		CRDDirectoryPaths: []string{"../../config/crd"},
 		AddToScheme:       []func(*runtime.Scheme) error{mirrorv1.AddToScheme},
+		Shared:            true,
 	})
 }
 
