@@ -146,7 +146,7 @@ func (e *Env) attachShared(opts Options, path string, p plane) error {
 	if err != nil {
 		return fmt.Errorf("testenv: the shared plane of %s: %w", path, err)
 	}
-	cfg.QPS, cfg.Burst = 500, 1000
+	tune(cfg)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	if err := installShared(ctx, cfg, opts); err != nil {

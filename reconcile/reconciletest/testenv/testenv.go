@@ -109,7 +109,10 @@ type Options struct {
 type Env struct {
 	// Config reaches the API server as a cluster admin. Its QPS and Burst
 	// are raised (500, 1000) so that tests creating many objects are not
-	// throttled by client-go.
+	// throttled by client-go, and it asks for responses uncompressed
+	// (DisableCompression): over loopback, the gzip the API server applies
+	// to a large list only costs both sides CPU (about 6% of the CPU of
+	// package track's tests, whose lists hold 10,000 objects).
 	Config *rest.Config
 	// Scheme knows client-go's types and those of Options.AddToScheme.
 	Scheme *runtime.Scheme
@@ -215,7 +218,7 @@ func Attach(te *envtest.Environment, opts Options) (*Env, error) {
 		}
 	}
 	cfg := rest.CopyConfig(te.Config)
-	cfg.QPS, cfg.Burst = 500, 1000
+	tune(cfg)
 	reader, err := client.New(cfg, client.Options{Scheme: s})
 	if err != nil {
 		return nil, fmt.Errorf("testenv: client: %w", err)
@@ -244,6 +247,13 @@ func planeDirs(te *envtest.Environment) (certDir, dataDir string) {
 		return cp.APIServer.CertDir, cp.Etcd.DataDir
 	}
 	return "", ""
+}
+
+// tune sets on cfg what [Env.Config] says of it: QPS and Burst raised, no
+// compression.
+func tune(cfg *rest.Config) {
+	cfg.QPS, cfg.Burst = 500, 1000
+	cfg.DisableCompression = true
 }
 
 func newScheme(opts Options) (*runtime.Scheme, error) {
@@ -296,7 +306,7 @@ func (e *Env) start(opts Options) error {
 	if err != nil {
 		return fmt.Errorf("testenv: starting the control plane from %s: %w", assets, err)
 	}
-	cfg.QPS, cfg.Burst = 500, 1000
+	tune(cfg)
 	reader, err := client.New(cfg, client.Options{Scheme: e.Scheme})
 	if err != nil {
 		_ = te.Stop()

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -21,6 +23,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	testingclock "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
@@ -781,5 +784,39 @@ func TestKubeconfigInParallelTests(t *testing.T) {
 				t.Errorf("a list with kubeconfig %d: %v", i, err)
 			}
 		})
+	}
+}
+
+// TestConfigAsksForUncompressedResponses: a large response (the OpenAPI
+// document, megabytes) comes to Env.Config's clients as it is, where a
+// client that accepts gzip gets it compressed by the API server, which
+// costs both sides CPU over loopback.
+func TestConfigAsksForUncompressedResponses(t *testing.T) {
+	env.Require(t)
+	t.Parallel()
+	gzipped := func(cfg *rest.Config) bool {
+		hc, err := rest.HTTPClientFor(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := hc.Get(strings.TrimSuffix(cfg.Host, "/") + "/openapi/v2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		n, err := io.Copy(io.Discard, resp.Body)
+		if err != nil || resp.StatusCode != http.StatusOK || n < 256<<10 {
+			t.Fatalf("GET /openapi/v2: %s, %d bytes, %v; want 200 and a document large enough to compress", resp.Status, n, err)
+		}
+		// The transport that asked for gzip decompressed it.
+		return resp.Uncompressed || resp.Header.Get("Content-Encoding") != ""
+	}
+	if gzipped(env.Config) {
+		t.Error("Env.Config's client got a compressed response")
+	}
+	accepting := rest.CopyConfig(env.Config)
+	accepting.DisableCompression = false
+	if !gzipped(accepting) {
+		t.Error("a client that accepts gzip got the document uncompressed: the check above proves nothing")
 	}
 }
