@@ -711,12 +711,10 @@ func TestRealAPIServerRoundTrip(t *testing.T) {
 	}
 }
 
-// TestStartWithCRDsInGo: Start runs a control plane of its own, with CRDs
-// given as Go values, and Stop ends it.
-func TestStartWithCRDsInGo(t *testing.T) {
-	env.Require(t) // the binaries are there
-	t.Parallel()
-	crd := &apiextensionsv1.CustomResourceDefinition{
+// gadgetCRD is a CRD built in Go, of a kind no CRD file of the package
+// installs: Gadget, in group example.com, any fields.
+func gadgetCRD() *apiextensionsv1.CustomResourceDefinition {
+	return &apiextensionsv1.CustomResourceDefinition{
 		ObjectMeta: metav1.ObjectMeta{Name: "gadgets.example.com"},
 		Spec: apiextensionsv1.CustomResourceDefinitionSpec{
 			Group: "example.com",
@@ -730,6 +728,14 @@ func TestStartWithCRDsInGo(t *testing.T) {
 			}},
 		},
 	}
+}
+
+// TestStartWithCRDsInGo: Start runs a control plane of its own, with CRDs
+// given as Go values, and Stop ends it.
+func TestStartWithCRDsInGo(t *testing.T) {
+	env.Require(t) // the binaries are there
+	t.Parallel()
+	crd := gadgetCRD()
 	own, err := testenv.Start(testenv.Options{CRDs: []*apiextensionsv1.CustomResourceDefinition{crd}})
 	if err != nil {
 		t.Fatal(err)
