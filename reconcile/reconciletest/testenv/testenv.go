@@ -400,11 +400,7 @@ func run(m *testing.M, env *Env, opts Options) int {
 			return 1
 		}
 		fmt.Fprintln(os.Stderr, "testenv: the tests run on the shared control plane of", path)
-		code := m.Run()
-		_ = env.Stop()
-		return code
-	}
-	if err := env.start(opts); err != nil {
+	} else if err := env.start(opts); err != nil {
 		if !errors.Is(err, ErrNoAssets) || os.Getenv("CI") != "" {
 			fmt.Fprintln(os.Stderr, "FAIL:", err)
 			return 1
